@@ -1,0 +1,126 @@
+// Package solver is Joist's scheduling simulation and bin-packer. It is pure: an Input snapshot goes
+// in, a Result comes out; no API client, no clock, no I/O, and the same input always gives the same
+// result.
+package solver
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// InstanceType is one launchable machine shape. Cloud providers return these.
+type InstanceType struct {
+	Name string
+	// Capacity is the machine's total resources (cpu, memory, pods, ephemeral-storage, extended).
+	Capacity corev1.ResourceList
+	// Overhead is what the kubelet, system daemons and eviction threshold reserve.
+	Overhead corev1.ResourceList
+	// Labels the node will carry (kubernetes.io/arch, kubernetes.io/os, provider-specific keys).
+	// node.kubernetes.io/instance-type, topology.kubernetes.io/zone and karpenter.sh/capacity-type
+	// are implied by Name and the chosen Offering.
+	Labels    map[string]string
+	Offerings []Offering
+}
+
+// Offering is where and how an instance type can be bought.
+type Offering struct {
+	Zone         string
+	CapacityType string // karpenter.sh/capacity-type value: spot, on-demand, reserved
+	Price        float64
+	Available    bool
+}
+
+// Allocatable is Capacity less Overhead.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range it.Capacity {
+		q = q.DeepCopy()
+		if o, ok := it.Overhead[name]; ok {
+			q.Sub(o)
+		}
+		out[name] = q
+	}
+	return out
+}
+
+// Input is everything the solver needs to place a batch of pending pods.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// NodePools with the instance types each may launch and its remaining limits.
+	NodePools []NodePoolInput
+	// Nodes are existing nodes and in-flight NodeClaims that pods may be placed on.
+	Nodes []ExistingNode
+	// DaemonSets whose pods would run on every new node they tolerate and select.
+	DaemonSets []*appsv1.DaemonSet
+	// VolumeZones maps "namespace/persistentVolumeClaimName" to the zones its bound volume lives in.
+	VolumeZones map[string][]string
+}
+
+// NodePoolInput is a NodePool and what it may launch.
+type NodePoolInput struct {
+	NodePool      *v1.NodePool
+	InstanceTypes []*InstanceType
+	// Remaining is limits less current usage per resource; nil means unlimited.
+	Remaining corev1.ResourceList
+}
+
+// ExistingNode is a node (or an in-flight NodeClaim not yet registered) that can take pods.
+type ExistingNode struct {
+	Name string
+	// NodeClaim is the claim's name for Joist-managed capacity; InFlight when no Node exists yet.
+	NodeClaim string
+	InFlight  bool
+	NodePool  string
+	Labels    map[string]string
+	Taints    []corev1.Taint
+	// Allocatable is the node's allocatable (for an in-flight claim, the launched type's allocatable).
+	Allocatable corev1.ResourceList
+	// Pods already bound (or nominated) to it; their requests are used and they count for topology.
+	Pods []*corev1.Pod
+}
+
+// Result is the solver's plan.
+type Result struct {
+	// ExistingPlacements lists pods placed on existing nodes or in-flight claims.
+	ExistingPlacements []ExistingPlacement
+	// NewNodeClaims are the nodes to launch, cheapest plan the solver found.
+	NewNodeClaims []NodeClaimPlan
+	// Unschedulable pods, each with a human-readable reason naming the constraint.
+	Unschedulable []Unschedulable
+	// CostPerHour is the summed price of NewNodeClaims' chosen offerings.
+	CostPerHour float64
+	// LowerBoundPerHour is the LP-relaxation bound on the cost of the placed demand.
+	LowerBoundPerHour float64
+}
+
+// ExistingPlacement is pods placed on one existing node or in-flight claim.
+type ExistingPlacement struct {
+	Node string
+	Pods []*corev1.Pod
+}
+
+// NodeClaimPlan is one node to launch.
+type NodeClaimPlan struct {
+	NodePool string
+	// Requirements are the pool's requirements narrowed by the pods placed on the node; they admit
+	// every entry of InstanceTypeOptions.
+	Requirements []v1.NodeSelectorRequirementWithMinValues
+	// InstanceTypeOptions that hold all the pods, cheapest first.
+	InstanceTypeOptions []*InstanceType
+	// InstanceType, Offering: what a launch picks (the cheapest available offering of the options).
+	InstanceType *InstanceType
+	Offering     Offering
+	// Pods assigned to the node.
+	Pods []*corev1.Pod
+	// Requests summed over Pods plus DaemonSet overhead.
+	Requests corev1.ResourceList
+}
+
+// Unschedulable is a pod the solver could not place and why.
+type Unschedulable struct {
+	Pod    *corev1.Pod
+	Reason string
+}
