@@ -1,0 +1,255 @@
+package policy
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+)
+
+// NodePoolContext is what validating a NodePool needs besides the policy.
+type NodePoolContext struct {
+	// Others are the cluster's NodePools; the one validated is skipped by name.
+	Others []v1.NodePool
+	// Catalog is the cloud provider's instance types for the pool; nil when unknown, in which case
+	// the GPU and spot rules fall back to what the requirements alone say.
+	Catalog []*solver.InstanceType
+}
+
+var (
+	limitsPath       = field.NewPath("spec", "limits")
+	taintsPath       = field.NewPath("spec", "template", "spec", "taints")
+	expireAfterPath  = field.NewPath("spec", "template", "spec", "expireAfter")
+	requirementsPath = field.NewPath("spec", "template", "spec", "requirements")
+)
+
+// ValidateNodePool checks a NodePool against every NodePool rule of the policy.
+func ValidateNodePool(p Policy, np *v1.NodePool, c NodePoolContext) Violations {
+	var vs Violations
+	limits := corev1.ResourceList(np.Spec.Limits)
+	reqs := NodePoolRequirements(np)
+	validateLimits(&vs, p, np, limits)
+	validateGPU(&vs, p, np, reqs, c.Catalog)
+	validateSpot(&vs, p, reqs, c.Catalog)
+	others := slices.DeleteFunc(slices.Clone(c.Others), func(o v1.NodePool) bool { return o.Name == np.Name })
+	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
+	validateOverlap(&vs, p, np, reqs, others)
+	validateClusterLimits(&vs, p, np, limits, others)
+	return vs
+}
+
+func validateLimits(vs *Violations, p Policy, np *v1.NodePool, limits corev1.ResourceList) {
+	for _, r := range p.RequiredLimitResources {
+		if _, ok := limits[r]; !ok {
+			vs.add(p.RequireLimits, RuleRequireLimits, limitsPath.Key(string(r)),
+				fmt.Sprintf("set spec.limits.%s to the most %s this pool may ever hold, e.g. %s: %q", r, r, r, exampleLimit(r)),
+				"NodePool %q sets no %s limit, so it can grow without bound while pods are pending", np.Name, r)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(p.MaxLimitValues)) {
+		ceiling := p.MaxLimitValues[r]
+		s := Setting{Action: p.MaxLimits.Action, Source: ceiling.Source}
+		got, ok := limits[r]
+		switch {
+		case !ok:
+			vs.add(s, RuleMaxLimits, limitsPath.Key(string(r)),
+				fmt.Sprintf("set spec.limits.%s to at most %s", r, ceiling.Value.String()),
+				"NodePool %q sets no %s limit, but each pool may hold at most %s", np.Name, r, ceiling.Value.String())
+		case got.Cmp(ceiling.Value) > 0:
+			vs.add(s, RuleMaxLimits, limitsPath.Key(string(r)),
+				fmt.Sprintf("lower spec.limits.%s to at most %s, or split the capacity across several pools", r, ceiling.Value.String()),
+				"spec.limits.%s is %s, above the per-pool ceiling %s", r, got.String(), ceiling.Value.String())
+		}
+	}
+}
+
+func exampleLimit(r corev1.ResourceName) string {
+	switch r {
+	case corev1.ResourceCPU:
+		return "1000"
+	case corev1.ResourceMemory:
+		return "4000Gi"
+	}
+	return "100"
+}
+
+func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, catalog []*solver.InstanceType) {
+	if !p.GPU.Enabled() && !p.GPUExpiry.Enabled() {
+		return
+	}
+	why := acceleratorEvidence(p, reqs, catalog)
+	if why == "" {
+		return
+	}
+	if !hasRepellingTaint(np.Spec.Template.Spec.Taints) {
+		vs.add(p.GPU, RuleGPUTaint, taintsPath,
+			"add a taint such as {key: nvidia.com/gpu, value: \"true\", effect: NoSchedule} to spec.template.spec.taints and the matching toleration to the pods that need accelerators",
+			"NodePool %q can launch accelerator instance types (%s) but has no NoSchedule or NoExecute taint, so any pod may land on these expensive nodes", np.Name, why)
+	}
+	if exp := np.Spec.Template.Spec.ExpireAfter; !exp.IsNever() {
+		vs.add(p.GPUExpiry, RuleGPUExpiry, expireAfterPath,
+			"set spec.template.spec.expireAfter: Never and roll nodes through drift and disruption budgets instead",
+			"NodePool %q can launch accelerator instance types (%s) and its nodes expire after %s, which kills long-running jobs at expiry", np.Name, why, exp.String())
+	}
+}
+
+// acceleratorEvidence explains why the pool can launch accelerator types, or returns "".
+func acceleratorEvidence(p Policy, reqs Requirements, catalog []*solver.InstanceType) string {
+	if catalog != nil {
+		known := KnownKeys(catalog)
+		for _, it := range catalog {
+			for _, name := range p.GPUResourceName {
+				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 && len(reqs.Offerings(it, known)) > 0 {
+					return fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
+				}
+			}
+		}
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(reqs)) {
+		if !isAcceleratorKey(k) {
+			continue
+		}
+		r := reqs[k]
+		if r.allowsAbsent {
+			continue
+		}
+		if r.complement || r.Has("1") || slices.ContainsFunc(slices.Collect(maps.Keys(r.values)), func(v string) bool { return v != "0" && v != "" }) {
+			return "requirement " + r.String()
+		}
+	}
+	return ""
+}
+
+// isAcceleratorKey recognises provider label keys that select accelerators, e.g.
+// karpenter.k8s.aws/instance-gpu-count or karpenter.azure.com/sku-gpu-name.
+func isAcceleratorKey(k string) bool {
+	name := k[strings.LastIndex(k, "/")+1:]
+	for _, part := range []string{"gpu-count", "gpu-name", "gpu-manufacturer", "accelerator-count", "accelerator-name", "accelerator-manufacturer"} {
+		if strings.HasSuffix(name, part) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasRepellingTaint(ts []corev1.Taint) bool {
+	return slices.ContainsFunc(ts, func(t corev1.Taint) bool {
+		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+	})
+}
+
+func validateSpot(vs *Violations, p Policy, reqs Requirements, catalog []*solver.InstanceType) {
+	if !p.Spot.Enabled() || !reqs.capacityTypes().Has(v1.CapacityTypeSpot) {
+		return
+	}
+	min := int(p.SpotMinInstanceTypes)
+	s := Setting{Action: p.Spot.Action, Source: p.SpotMinSource}
+	fix := "widen the requirements: prefer exclusion lists (NotIn) to allow lists and admit more instance families, sizes and generations"
+	if catalog == nil {
+		// Without a catalog only an explicit allow list gives a count (an upper bound).
+		it, ok := reqs[v1.LabelInstanceType]
+		if !ok || it.complement || len(it.values) >= min {
+			return
+		}
+		names := slices.Sorted(maps.Keys(it.values))
+		vs.add(s, RuleSpot, requirementsPath, fix,
+			"spot-capable NodePool admits at most %d instance types (%s), fewer than %d; when spot capacity for them runs dry, pods stay Pending",
+			len(names), strings.Join(names, ", "), min)
+		return
+	}
+	known := KnownKeys(catalog)
+	var names []string
+	for _, it := range catalog {
+		if slices.ContainsFunc(reqs.Offerings(it, known), func(o solver.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot }) {
+			names = append(names, it.Name)
+		}
+	}
+	if len(names) >= min {
+		return
+	}
+	slices.Sort(names)
+	vs.add(s, RuleSpot, requirementsPath, fix,
+		"spot-capable NodePool admits %d instance types of the provider catalog (%s), fewer than %d; when spot capacity for them runs dry, pods stay Pending",
+		len(names), abbreviate(names, 8), min)
+}
+
+func abbreviate(names []string, n int) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(", … %d more", len(names)-n)
+}
+
+func validateOverlap(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, others []v1.NodePool) {
+	if !p.Overlap.Enabled() {
+		return
+	}
+	for i := range others {
+		o := &others[i]
+		if o.GetWeight() != np.GetWeight() || !sameTaints(o.Spec.Template.Spec.Taints, np.Spec.Template.Spec.Taints) {
+			continue
+		}
+		if NodePoolRequirements(o).Conflict(reqs) != "" {
+			continue
+		}
+		vs.add(p.Overlap, RuleOverlap, requirementsPath,
+			fmt.Sprintf("give one of the pools a different spec.weight (e.g. %d), or make the requirements mutually exclusive (e.g. a key that one pool requires In and the other NotIn), or give the pools different taints", np.GetWeight()+10),
+			"NodePool %q overlaps NodePool %q: both have weight %d and the same taints, and no requirement key separates them, so a pod that fits both is placed on either arbitrarily",
+			np.Name, o.Name, np.GetWeight())
+	}
+}
+
+func sameTaints(a, b []corev1.Taint) bool {
+	key := func(ts []corev1.Taint) []string {
+		out := make([]string, 0, len(ts))
+		for _, t := range ts {
+			out = append(out, t.Key+"="+t.Value+":"+string(t.Effect))
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	return slices.Equal(key(a), key(b))
+}
+
+func validateClusterLimits(vs *Violations, p Policy, np *v1.NodePool, limits corev1.ResourceList, others []v1.NodePool) {
+	for _, r := range slices.Sorted(maps.Keys(p.ClusterCeilings)) {
+		mine, ok := limits[r]
+		if !ok {
+			continue // requireLimits speaks for pools without a limit; the provisioner enforces the ceiling
+		}
+		ceiling := p.ClusterCeilings[r]
+		sum := mine.DeepCopy()
+		parts := []string{fmt.Sprintf("this pool %s", mine.String())}
+		for i := range others {
+			if q, ok := corev1.ResourceList(others[i].Spec.Limits)[r]; ok {
+				sum.Add(q)
+				parts = append(parts, fmt.Sprintf("%q %s", others[i].Name, q.String()))
+			}
+		}
+		if sum.Cmp(ceiling.Value) <= 0 {
+			continue
+		}
+		room := ceiling.Value.DeepCopy()
+		room.Sub(sum)
+		room.Add(mine)
+		if room.Sign() < 0 {
+			room = resource.Quantity{}
+		}
+		vs.add(Setting{Action: p.ClusterLimits.Action, Source: ceiling.Source}, RuleClusterLimits, limitsPath.Key(string(r)),
+			fmt.Sprintf("lower spec.limits.%s to at most %s, lower the other pools' limits, or raise clusterLimits.%s in %s", r, room.String(), r, ceiling.Source),
+			"the declared %s limits of all NodePools add up to %s (%s), above the cluster-wide ceiling %s",
+			r, sum.String(), strings.Join(parts, ", "), ceiling.Value.String())
+	}
+}
