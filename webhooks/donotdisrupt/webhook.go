@@ -55,7 +55,9 @@ func (v *Validator[T]) ValidateUpdate(ctx context.Context, old, obj T) (admissio
 	return v.validate(ctx, obj, old)
 }
 
-func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) { return nil, nil }
+func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, error) {
+	return nil, nil
+}
 
 func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (admission.Warnings, error) {
 	pod, isPod := any(obj).(*corev1.Pod)

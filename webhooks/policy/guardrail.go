@@ -105,4 +105,3 @@ func validSelector(path *field.Path, sel *metav1.LabelSelector) field.ErrorList 
 	}
 	return nil
 }
-

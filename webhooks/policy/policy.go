@@ -53,7 +53,9 @@ type Setting struct {
 }
 
 // Enabled reports whether the rule does anything.
-func (s Setting) Enabled() bool { return s.Action == v1alpha1.ActionDeny || s.Action == v1alpha1.ActionWarn }
+func (s Setting) Enabled() bool {
+	return s.Action == v1alpha1.ActionDeny || s.Action == v1alpha1.ActionWarn
+}
 
 // Limit is one ceiling with the Guardrail it came from.
 type Limit struct {
