@@ -191,10 +191,10 @@ func (r Requirement) String() string {
 		fmt.Fprintf(&b, " In %v", vals)
 	}
 	if r.gt != nil {
-		fmt.Fprintf(&b, " >%d", *r.gt)
+		fmt.Fprintf(&b, " Gt %d", *r.gt)
 	}
 	if r.lt != nil {
-		fmt.Fprintf(&b, " <%d", *r.lt)
+		fmt.Fprintf(&b, " Lt %d", *r.lt)
 	}
 	return b.String()
 }
