@@ -1,0 +1,62 @@
+// Package controllers wires every Joist controller into a manager, with explicit constructor
+// arguments; no controller registers itself.
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/garbagecollection"
+	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/nodeclaim"
+	"github.com/joist-dev/joist/controllers/nodepool"
+	"github.com/joist-dev/joist/controllers/provisioning"
+	"github.com/joist-dev/joist/controllers/termination"
+)
+
+// Options holds each controller's options.
+type Options struct {
+	Provisioning      provisioning.Options
+	NodeClaim         nodeclaim.Options
+	Termination       termination.Options
+	GarbageCollection garbagecollection.Options
+}
+
+// DefaultOptions returns every controller's defaults.
+func DefaultOptions() Options {
+	return Options{
+		Provisioning:      provisioning.DefaultOptions(),
+		NodeClaim:         nodeclaim.DefaultOptions(),
+		Termination:       termination.DefaultOptions(),
+		GarbageCollection: garbagecollection.DefaultOptions(),
+	}
+}
+
+// Register adds the field indexes and every controller to mgr.
+func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudProvider, clk clock.WithTicker, opts Options) error {
+	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	kube := mgr.GetClient()
+	recorder := mgr.GetEventRecorder("joist")
+	if err := mgr.Add(provisioning.New(kube, mgr.GetCache(), cloud, recorder, clk, opts.Provisioning)); err != nil {
+		return fmt.Errorf("adding provisioner: %w", err)
+	}
+	if err := nodeclaim.New(kube, cloud, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
+		return fmt.Errorf("registering nodeclaim lifecycle controller: %w", err)
+	}
+	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
+		return fmt.Errorf("registering termination controller: %w", err)
+	}
+	if err := nodepool.New(kube).Register(mgr); err != nil {
+		return fmt.Errorf("registering nodepool status controller: %w", err)
+	}
+	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
+		return fmt.Errorf("adding garbage collector: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+// Package garbagecollection terminates provider instances that no NodeClaim owns (leaked by a crash
+// between launch and status write, or by a claim deleted out of band) and deletes launched NodeClaims
+// whose instance disappeared.
+package garbagecollection
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+)
+
+// Options tune collection.
+type Options struct {
+	// Period between sweeps.
+	Period time.Duration
+	// MinAge protects instances younger than this (their claim's status may not be written yet).
+	MinAge time.Duration
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options { return Options{Period: 30 * time.Second, MinAge: 30 * time.Second} }
+
+// Collector is a leader-elected runnable sweeping periodically.
+type Collector struct {
+	kube  client.Client
+	cloud cloudprovider.CloudProvider
+	clock clock.WithTicker
+	opts  Options
+}
+
+var _ manager.LeaderElectionRunnable = (*Collector)(nil)
+
+// New returns a collector; register it with mgr.Add.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, clk clock.WithTicker, opts Options) *Collector {
+	return &Collector{kube: kube, cloud: cloud, clock: clk, opts: opts}
+}
+
+// NeedLeaderElection is true.
+func (c *Collector) NeedLeaderElection() bool { return true }
+
+// Start sweeps every period until ctx ends.
+func (c *Collector) Start(ctx context.Context) error {
+	ticker := c.clock.NewTicker(c.opts.Period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+			if err := c.Sweep(ctx); err != nil {
+				log.FromContext(ctx).Error(err, "garbage collecting instances")
+			}
+		}
+	}
+}
+
+// Sweep runs one collection.
+func (c *Collector) Sweep(ctx context.Context) error {
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	owned := map[string]bool{}
+	for _, nc := range claims.Items {
+		owned[nc.Name] = true
+		if nc.Status.ProviderID != "" {
+			owned[nc.Status.ProviderID] = true
+		}
+	}
+	instances, err := c.cloud.List(ctx)
+	if err != nil {
+		return fmt.Errorf("listing instances: %w", err)
+	}
+	live := map[string]bool{}
+	for _, inst := range instances {
+		live[inst.Status.ProviderID] = true
+		if owned[inst.Status.ProviderID] || owned[inst.Name] || c.clock.Since(inst.CreationTimestamp.Time) < c.opts.MinAge {
+			continue
+		}
+		log.FromContext(ctx).Info("terminating instance with no nodeclaim", "providerID", inst.Status.ProviderID)
+		if err := c.cloud.Delete(ctx, inst); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+			return fmt.Errorf("terminating leaked instance %s: %w", inst.Status.ProviderID, err)
+		}
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.Status.ProviderID == "" || live[nc.Status.ProviderID] || !nc.DeletionTimestamp.IsZero() ||
+			!nc.IsTrue(v1.ConditionTypeLaunched) || c.clock.Since(nc.CreationTimestamp.Time) < c.opts.MinAge {
+			continue
+		}
+		if _, err := c.cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			continue
+		}
+		log.FromContext(ctx).Info("deleting nodeclaim whose instance is gone", "nodeclaim", nc.Name)
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
+		}
+	}
+	return nil
+}

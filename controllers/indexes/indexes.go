@@ -1,0 +1,42 @@
+// Package indexes registers the cache field indexes the controllers look objects up by. It is called
+// once from the controllers' wiring, since registering one index twice is an error.
+package indexes
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+const (
+	// PodNodeName indexes pods by spec.nodeName.
+	PodNodeName = "spec.nodeName"
+	// NodeProviderID indexes nodes by spec.providerID.
+	NodeProviderID = "spec.providerID"
+	// NodeClaimProviderID indexes NodeClaims by status.providerID.
+	NodeClaimProviderID = "status.providerID"
+)
+
+// Register adds every index to the indexer (the manager's field indexer).
+func Register(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeName, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
+	}); err != nil {
+		return fmt.Errorf("indexing pods by node name: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Node{}, NodeProviderID, func(o client.Object) []string {
+		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return fmt.Errorf("indexing nodes by provider id: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1.NodeClaim{}, NodeClaimProviderID, func(o client.Object) []string {
+		return []string{o.(*v1.NodeClaim).Status.ProviderID}
+	}); err != nil {
+		return fmt.Errorf("indexing nodeclaims by provider id: %w", err)
+	}
+	return nil
+}

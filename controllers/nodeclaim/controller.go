@@ -1,0 +1,137 @@
+// Package nodeclaim runs a NodeClaim's lifecycle: launch the instance, register its Node, wait for it
+// to initialize, time out claims that never do, and on deletion remove the Node and the instance.
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/indexes"
+)
+
+// Options tune the lifecycle.
+type Options struct {
+	// LaunchTimeout deletes a claim whose instance could not be launched within it.
+	LaunchTimeout time.Duration
+	// RegistrationTimeout deletes a launched claim whose Node did not register within it.
+	RegistrationTimeout time.Duration
+	// MaxConcurrentReconciles bounds parallel launches.
+	MaxConcurrentReconciles int
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, MaxConcurrentReconciles: 10}
+}
+
+// Controller reconciles NodeClaims.
+type Controller struct {
+	kube     client.Client
+	cloud    cloudprovider.CloudProvider
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
+	opts     Options
+}
+
+// New returns the lifecycle controller.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, opts: opts}
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile moves one claim along its lifecycle: one spec/metadata patch and one status patch at the end.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return c.finalize(ctx, nc)
+	}
+	stored := nc.DeepCopy()
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+	}
+	var result reconcile.Result
+	var stepErr error
+	for _, step := range []func(context.Context, *v1.NodeClaim) (reconcile.Result, error){c.launch, c.register, c.initialize, c.liveness} {
+		r, err := step(ctx, nc)
+		if err != nil {
+			stepErr = err
+			break
+		}
+		if r.RequeueAfter > 0 && (result.RequeueAfter == 0 || r.RequeueAfter < result.RequeueAfter) {
+			result = r
+		}
+		if !nc.DeletionTimestamp.IsZero() {
+			break
+		}
+	}
+	if err := c.persist(ctx, stored, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	return result, stepErr
+}
+
+// persist writes metadata and status changes, one patch each, computed against what was read.
+func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	if !equality.Semantic.DeepEqual(stored.ObjectMeta, nc.ObjectMeta) {
+		if err := c.kube.Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s: %w", nc.Name, err))
+		}
+	}
+	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		if err := c.kube.Status().Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
+			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
+		}
+	}
+	return nil
+}
+
+// Register sets the controller up with the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodeclaim.lifecycle").
+		For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimForNode), builder.WithPredicates()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Complete(c)
+}
+
+// claimForNode maps a Node to the claim with its provider ID.
+func (c *Controller) claimForNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(claims.Items))
+	for _, nc := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	}
+	return out
+}

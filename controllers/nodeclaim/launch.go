@@ -1,0 +1,61 @@
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+)
+
+// launch creates the instance (Create adopts one already launched for this claim, so a crash between
+// launch and status write does not launch twice) and records what was launched.
+func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if nc.IsTrue(v1.ConditionTypeLaunched) {
+		return reconcile.Result{}, nil
+	}
+	launched, err := c.cloud.Create(ctx, nc)
+	if err != nil {
+		if cloudprovider.IsInsufficientCapacityError(err) {
+			// Delete the claim: its pods return to provisioning, which now sees the offerings as
+			// unavailable and picks the next-cheapest.
+			c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "Launch",
+				"NodeClaim %s could not launch: %s", nc.Name, err.Error())
+			log.FromContext(ctx).Info("deleting nodeclaim: insufficient capacity", "nodeclaim", nc.Name, "error", err.Error())
+			if err := c.kube.Delete(ctx, nc); err != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s after insufficient capacity: %w", nc.Name, err)
+			}
+			nc.DeletionTimestamp = &metav1.Time{Time: c.clock.Now()}
+			return reconcile.Result{}, nil
+		}
+		nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", truncate(err.Error()))
+		return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
+	}
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range launched.Labels {
+		nc.Labels[k] = v
+	}
+	nc.Status.ProviderID = launched.Status.ProviderID
+	nc.Status.ImageID = launched.Status.ImageID
+	nc.Status.Capacity = launched.Status.Capacity
+	nc.Status.Allocatable = launched.Status.Allocatable
+	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Launched", "Launch", "Launched %s (%s, %s, %s)",
+		nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+	return reconcile.Result{}, nil
+}
+
+func truncate(s string) string {
+	const max = 1000
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+package nodeclaim
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/indexes"
+)
+
+// nodeFor returns the Node registered with the claim's provider ID, or nil.
+func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.MatchingFields{indexes.NodeProviderID: nc.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodes with provider id %s: %w", nc.Status.ProviderID, err)
+	}
+	if len(nodes.Items) == 0 {
+		return nil, nil
+	}
+	return &nodes.Items[0], nil
+}
+
+// register syncs the claim's labels and taints onto its Node, lifts the unregistered taint and adds
+// the termination finalizer, then marks the claim Registered.
+func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if !nc.IsTrue(v1.ConditionTypeLaunched) || nc.IsTrue(v1.ConditionTypeRegistered) {
+		return reconcile.Result{}, nil
+	}
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil || node == nil {
+		if node == nil && err == nil {
+			nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionUnknown, "NodeNotFound", "waiting for the node to register")
+		}
+		return reconcile.Result{}, err
+	}
+	stored := node.DeepCopy()
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	node.Labels[v1.NodeRegisteredLabelKey] = "true"
+	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
+	node.Spec.Taints = syncTaints(node.Spec.Taints, nc.Spec.Taints)
+	if !equality.Semantic.DeepEqual(stored, node) {
+		if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, fmt.Errorf("syncing node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
+		}
+	}
+	nc.Status.NodeName = node.Name
+	nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	return reconcile.Result{}, nil
+}
+
+// syncTaints removes the unregistered taint and adds any claim taint the node lacks.
+func syncTaints(nodeTaints, claimTaints []corev1.Taint) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(nodeTaints)+len(claimTaints))
+	for _, t := range nodeTaints {
+		if t.Key != v1.UnregisteredTaintKey {
+			out = append(out, t)
+		}
+	}
+	for _, want := range claimTaints {
+		found := false
+		for _, t := range out {
+			found = found || t.MatchTaint(&want)
+		}
+		if !found {
+			out = append(out, want)
+		}
+	}
+	return out
+}
+
+// initialize marks the claim Initialized once its Node is Ready, its startup taints are gone and the
+// extended resources it was launched for are allocatable.
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if !nc.IsTrue(v1.ConditionTypeRegistered) || nc.IsTrue(v1.ConditionTypeInitialized) {
+		return reconcile.Result{}, nil
+	}
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil || node == nil {
+		return reconcile.Result{}, err
+	}
+	if reason := notInitializedReason(nc, node); reason != "" {
+		nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionUnknown, "NotInitialized", reason)
+		return reconcile.Result{}, nil
+	}
+	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
+		stored := node.DeepCopy()
+		node.Labels[v1.NodeInitializedLabelKey] = "true"
+		if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("labeling node %s initialized: %w", node.Name, err)
+		}
+	}
+	nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
+	return reconcile.Result{}, nil
+}
+
+func notInitializedReason(nc *v1.NodeClaim, node *corev1.Node) string {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
+	}
+	if !ready {
+		return "node is not Ready"
+	}
+	for _, st := range nc.Spec.StartupTaints {
+		for _, t := range node.Spec.Taints {
+			if t.MatchTaint(&st) {
+				return fmt.Sprintf("startup taint %q is still on the node", st.ToString())
+			}
+		}
+	}
+	for name, q := range nc.Spec.Resources.Requests {
+		if isExtended(name) && !q.IsZero() {
+			if a, ok := node.Status.Allocatable[name]; !ok || a.IsZero() {
+				return fmt.Sprintf("extended resource %s is not allocatable yet", name)
+			}
+		}
+	}
+	return ""
+}
+
+func isExtended(name corev1.ResourceName) bool {
+	switch name {
+	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+		return false
+	}
+	return true
+}

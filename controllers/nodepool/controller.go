@@ -1,0 +1,122 @@
+// Package nodepool keeps NodePool status: the capacity and node count of its NodeClaims, and the
+// Ready condition (its NodeClass exists). Only Ready pools are provisioned from.
+package nodepool
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// Controller reconciles NodePool status.
+type Controller struct {
+	kube client.Client
+}
+
+// New returns the NodePool status controller.
+func New(kube client.Client) *Controller { return &Controller{kube: kube} }
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kwok.joist.dev,resources=kwoknodeclasses,verbs=get;list;watch
+
+// Reconcile recomputes one pool's status and writes it with one patch.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &v1.NodePool{}
+	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	stored := np.DeepCopy()
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
+	}
+	resources := corev1.ResourceList{}
+	var nodes int64
+	for _, nc := range claims.Items {
+		if !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		nodes++
+		for name, q := range nc.Status.Capacity {
+			sum := resources[name]
+			sum.Add(q)
+			resources[name] = sum
+		}
+		allocatable.Observe(nc)
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := resources[name]; !ok {
+			resources[name] = resource.MustParse("0")
+		}
+	}
+	np.Status.Resources, np.Status.Nodes = resources, &nodes
+	usage.set(np.Name, resources, nodes)
+
+	ready, msg, err := c.nodeClassReady(ctx, np)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	status, reason := metav1.ConditionTrue, "NodeClassReady"
+	if !ready {
+		status, reason = metav1.ConditionFalse, "NodeClassNotFound"
+	}
+	np.SetCondition(v1.ConditionTypeNodeClassReady, status, reason, msg)
+	np.SetCondition(v1.ConditionTypeReady, status, reason, msg)
+	if equality.Semantic.DeepEqual(stored.Status, np.Status) {
+		return reconcile.Result{}, nil
+	}
+	if err := c.kube.Status().Patch(ctx, np, client.MergeFrom(stored)); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool %s status: %w", np.Name, err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// nodeClassReady reports whether the referenced NodeClass exists (any group and kind the apiserver serves).
+func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string, error) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return false, "spec.template.spec.nodeClassRef is not set", nil
+	}
+	mapping, err := c.kube.RESTMapper().RESTMapping(schema.GroupKind{Group: ref.Group, Kind: ref.Kind})
+	if err != nil {
+		return false, fmt.Sprintf("NodeClass kind %s.%s is not served by this cluster: install its CRD or fix spec.template.spec.nodeClassRef", ref.Kind, ref.Group), nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(mapping.GroupVersionKind)
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, fmt.Sprintf("%s %s not found: create it or fix spec.template.spec.nodeClassRef.name", ref.Kind, ref.Name), nil
+		}
+		return false, "", fmt.Errorf("getting %s %s: %w", ref.Kind, ref.Name, err)
+	}
+	return true, "", nil
+}
+
+// Register sets the controller up with the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nodepool.status").
+		For(&v1.NodePool{}).
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if pool := o.GetLabels()[v1.NodePoolLabelKey]; pool != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+			}
+			return nil
+		})).
+		Complete(c)
+}

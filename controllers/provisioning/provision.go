@@ -1,0 +1,188 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+)
+
+// Event reasons.
+const (
+	ReasonNominated          = "Nominated"
+	ReasonFailedProvisioning = "FailedProvisioning"
+	ReasonLimitsExceeded     = "LimitsExceeded"
+)
+
+// poolLimitReason finds the NodePool a solver reason blames for its limits.
+var poolLimitReason = regexp.MustCompile(`NodePool (\S+) would exceed limits`)
+
+// Provision runs one batch: snapshot, solve, then nominate, launch and report.
+func (p *Provisioner) Provision(ctx context.Context) error {
+	start := p.clock.Now()
+	s, err := p.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if len(s.pending) == 0 {
+		return nil
+	}
+	result := solver.Solve(s.input)
+	schedulingDuration.Observe(p.clock.Since(start).Seconds())
+	log.FromContext(ctx).Info("solved batch", "pods", len(s.pending), "newNodeClaims", len(result.NewNodeClaims),
+		"unschedulable", len(result.Unschedulable), "costPerHour", result.CostPerHour, "duration", p.clock.Since(start).String())
+
+	claimOf := map[string]string{}
+	for _, n := range s.input.Nodes {
+		if n.NodeClaim != "" {
+			claimOf[n.Name] = n.NodeClaim
+		}
+	}
+	for _, pl := range result.ExistingPlacements {
+		if claim, ok := claimOf[pl.Node]; ok {
+			for _, pod := range pl.Pods {
+				p.nominations.Nominate(claim, pod.UID)
+			}
+		}
+	}
+	plans, blocked := s.cluster.admit(result.NewNodeClaims)
+	var errs []error
+	for i := range plans {
+		if err := p.launch(ctx, s.nodePools[plans[i].NodePool], &plans[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, b := range blocked {
+		for _, pod := range b.plan.Pods {
+			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", b.reason)
+		}
+	}
+	for _, u := range result.Unschedulable {
+		p.recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", u.Reason)
+		if m := poolLimitReason.FindStringSubmatch(u.Reason); m != nil {
+			if np, ok := s.nodePools[m[1]]; ok {
+				p.recorder.Eventf(np, nil, corev1.EventTypeWarning, ReasonLimitsExceeded, "Provision", "%s", u.Reason)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("launching %d of %d nodeclaims failed, first: %w", len(errs), len(plans), errs[0])
+	}
+	return nil
+}
+
+// launch creates the NodeClaim a plan describes and nominates its pods to it.
+func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan) error {
+	nc := nodeClaimFor(np, plan)
+	if err := p.kube.Create(ctx, nc); err != nil {
+		return fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
+	}
+	nodeClaimsCreated.WithLabelValues(np.Name, "provisioning").Inc()
+	log.FromContext(ctx).V(1).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
+		"instanceType", plan.InstanceType.Name, "zone", plan.Offering.Zone, "capacityType", plan.Offering.CapacityType,
+		"pods", len(plan.Pods))
+	for _, pod := range plan.Pods {
+		p.nominations.Nominate(nc.Name, pod.UID)
+		p.recorder.Eventf(pod, nc, corev1.EventTypeNormal, ReasonNominated, "Provision",
+			"Pod should schedule on: nodeclaim/%s (%s)", nc.Name, plan.InstanceType.Name)
+	}
+	return nil
+}
+
+// nodeClaimFor builds the NodeClaim for a plan from its pool's template.
+func nodeClaimFor(np *v1.NodePool, plan *solver.NodeClaimPlan) *v1.NodeClaim {
+	tmpl := np.Spec.Template
+	labels := map[string]string{v1.NodePoolLabelKey: np.Name}
+	for k, v := range tmpl.Labels {
+		labels[k] = v
+	}
+	reqs := []v1.NodeSelectorRequirementWithMinValues{{Key: v1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{np.Name}}}
+	for _, r := range plan.Requirements {
+		if r.Key == v1.NodePoolLabelKey || r.Key == v1.LabelHostname {
+			continue
+		}
+		reqs = append(reqs, r)
+	}
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: np.Name + "-",
+			Labels:       labels,
+			Annotations:  copyMap(tmpl.Annotations),
+			Finalizers:   []string{v1.TerminationFinalizer},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1.GroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
+				BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: v1.NodeClaimSpec{
+			Taints:                 tmpl.Spec.Taints,
+			StartupTaints:          tmpl.Spec.StartupTaints,
+			Requirements:           reqs,
+			Resources:              v1.ResourceRequirements{Requests: plan.Requests},
+			NodeClassRef:           tmpl.Spec.NodeClassRef,
+			ExpireAfter:            tmpl.Spec.ExpireAfter,
+			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
+		},
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// blockedPlan is a planned node the cluster-wide limits do not allow.
+type blockedPlan struct {
+	plan   solver.NodeClaimPlan
+	reason string
+}
+
+// admit keeps plans, in the solver's order, while they fit the cluster-wide headroom.
+func (h clusterHeadroom) admit(plans []solver.NodeClaimPlan) (admitted []solver.NodeClaimPlan, blocked []blockedPlan) {
+	if h.resources == nil && h.nodes == nil {
+		return plans, nil
+	}
+	left := h.resources.DeepCopy()
+	nodes := int64(0)
+	for _, plan := range plans {
+		if h.nodes != nil && nodes+1 > *h.nodes {
+			blocked = append(blocked, blockedPlan{plan, fmt.Sprintf("%s: launching would exceed clusterLimits.nodes=%d across all NodePools", h.source, *h.maxNodes)})
+			continue
+		}
+		capacity := plan.InstanceType.Capacity
+		var over []string
+		for name, q := range left {
+			if c, ok := capacity[name]; ok && c.Cmp(q) > 0 {
+				limit := h.limits[name]
+				over = append(over, fmt.Sprintf("clusterLimits.%s=%s", name, limit.String()))
+			}
+		}
+		if len(over) > 0 {
+			blocked = append(blocked, blockedPlan{plan, fmt.Sprintf("%s: launching %s would exceed %s across all NodePools",
+				h.source, plan.InstanceType.Name, strings.Join(sortedStrings(over), ", "))})
+			continue
+		}
+		for name := range left {
+			q := left[name]
+			q.Sub(capacity[name])
+			left[name] = q
+		}
+		nodes++
+		admitted = append(admitted, plan)
+	}
+	return admitted, blocked
+}

@@ -1,0 +1,193 @@
+// Package provisioning turns pending pods into NodeClaims: it batches provisionable pods, builds the
+// solver's input from the informer cache, runs the solver and creates the NodeClaims it plans.
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/indexes"
+)
+
+// Options tune batching.
+type Options struct {
+	// BatchIdleDuration closes a batch when no new pod arrived for this long.
+	BatchIdleDuration time.Duration
+	// BatchMaxDuration closes a batch this long after its first pod, however busy.
+	BatchMaxDuration time.Duration
+	// ResyncPeriod re-runs the solver for pods still pending, in case nothing else triggers it.
+	ResyncPeriod time.Duration
+	// NominationTTL is how long after its NodeClaim initialized a pod's nomination still counts; a
+	// pod still pending then is re-planned.
+	NominationTTL time.Duration
+	// ClusterLimits, when set, caps the capacity of all Joist nodes together (Guardrail clusterLimits).
+	ClusterLimits ClusterLimitsFunc
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		BatchIdleDuration: time.Second,
+		BatchMaxDuration:  10 * time.Second,
+		ResyncPeriod:      30 * time.Second,
+		NominationTTL:     30 * time.Second,
+	}
+}
+
+// Provisioner is a manager runnable: it needs leader election, since two provisioners would launch
+// twice for the same pods.
+type Provisioner struct {
+	kube     client.Client
+	cache    ctrlcache.Cache
+	cloud    cloudprovider.CloudProvider
+	recorder events.EventRecorder
+	clock    clock.WithTicker
+	opts     Options
+
+	batcher     *batcher
+	nominations *nominations
+}
+
+var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
+
+// New returns a provisioner; register it with mgr.Add.
+func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Provisioner {
+	return &Provisioner{
+		kube: kube, cache: c, cloud: cloud, recorder: recorder, clock: clk, opts: opts,
+		batcher:     newBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
+		nominations: newNominations(),
+	}
+}
+
+// NeedLeaderElection is true: only the leader provisions.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Start watches pods and claims and provisions batch after batch until ctx ends.
+func (p *Provisioner) Start(ctx context.Context) error {
+	if err := p.watch(ctx); err != nil {
+		return err
+	}
+	logger := log.FromContext(ctx).WithName("provisioner")
+	ctx = log.IntoContext(ctx, logger)
+	go p.resync(ctx)
+	for p.batcher.Wait(ctx) {
+		if err := p.Provision(ctx); err != nil {
+			logger.Error(err, "provisioning")
+			p.batcher.Trigger()
+		}
+	}
+	return nil
+}
+
+func (p *Provisioner) resync(ctx context.Context) {
+	ticker := p.clock.NewTicker(p.opts.ResyncPeriod)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+			pods := &corev1.PodList{}
+			if err := p.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: ""}); err != nil {
+				continue
+			}
+			for i := range pods.Items {
+				if provisionable(&pods.Items[i]) {
+					p.batcher.Trigger()
+					break
+				}
+			}
+		}
+	}
+}
+
+// watch feeds the batcher from informer events: a new provisionable pod is an arrival; a deleted
+// NodeClaim or Node may leave pods without capacity, so it triggers a batch too.
+func (p *Provisioner) watch(ctx context.Context) error {
+	podInformer, err := p.cache.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("getting pod informer: %w", err)
+	}
+	onPod := func(obj interface{}) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		if provisionable(pod) {
+			p.batcher.Arrive(pod.UID)
+			return
+		}
+		p.batcher.Forget(pod.UID)
+		if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
+			p.nominations.ForgetPod(pod.UID)
+		}
+	}
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onPod,
+		UpdateFunc: func(_, obj interface{}) { onPod(obj) },
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				p.batcher.Forget(pod.UID)
+				p.nominations.ForgetPod(pod.UID)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching pods: %w", err)
+	}
+	claimInformer, err := p.cache.GetInformer(ctx, &v1.NodeClaim{})
+	if err != nil {
+		return fmt.Errorf("getting nodeclaim informer: %w", err)
+	}
+	if _, err := claimInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(obj interface{}) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if nc, ok := obj.(*v1.NodeClaim); ok {
+				p.nominations.ForgetClaim(nc.Name)
+				p.batcher.Trigger()
+			}
+		},
+		UpdateFunc: func(_, obj interface{}) {
+			if nc, ok := obj.(*v1.NodeClaim); ok && !nc.DeletionTimestamp.IsZero() {
+				p.nominations.ForgetClaim(nc.Name)
+				p.batcher.Trigger()
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching nodeclaims: %w", err)
+	}
+	nodePoolInformer, err := p.cache.GetInformer(ctx, &v1.NodePool{})
+	if err != nil {
+		return fmt.Errorf("getting nodepool informer: %w", err)
+	}
+	// Only spec changes matter: status updates (the counter's) must not start batches.
+	if _, err := nodePoolInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { p.batcher.Trigger() },
+		UpdateFunc: func(old, obj interface{}) {
+			o, ok1 := old.(*v1.NodePool)
+			n, ok2 := obj.(*v1.NodePool)
+			if ok1 && ok2 && o.Generation != n.Generation {
+				p.batcher.Trigger()
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watching nodepools: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+// Package termination drains a Joist Node that is being deleted: taint it, evict its pods through
+// the Eviction API (so PodDisruptionBudgets hold), force what is left once the NodeClaim's
+// terminationGracePeriod runs out, terminate the instance, then release the Node and its NodeClaim.
+package termination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/indexes"
+)
+
+// Options tune draining.
+type Options struct {
+	// EvictionRetry is how soon a drain is retried after an eviction was refused (HTTP 429: a PDB).
+	EvictionRetry time.Duration
+	// DrainPoll is how often a drain re-checks for pods still terminating.
+	DrainPoll time.Duration
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{EvictionRetry: 2 * time.Second, DrainPoll: time.Second}
+}
+
+// Controller drains and releases Nodes.
+type Controller struct {
+	kube     client.Client
+	cloud    cloudprovider.CloudProvider
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
+	opts     Options
+}
+
+// New returns the termination controller.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, opts: opts}
+}
+
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+
+// Reconcile drains one deleting Node.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	nc, err := c.claimFor(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.taint(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	remaining, retry, err := c.drain(ctx, node, deadline(node, nc))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if remaining > 0 {
+		wait := c.opts.DrainPoll
+		if retry {
+			wait = c.opts.EvictionRetry
+		}
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	if nc != nil {
+		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+			return reconcile.Result{}, fmt.Errorf("terminating instance of node %s: %w", node.Name, err)
+		}
+	}
+	stored := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from node %s: %w", node.Name, err))
+	}
+	log.FromContext(ctx).Info("drained and terminated node", "node", node.Name)
+	if nc != nil && nc.DeletionTimestamp.IsZero() {
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of node %s: %w", nc.Name, node.Name, err)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) claimFor(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil, fmt.Errorf("finding nodeclaim of node %s: %w", node.Name, err)
+	}
+	if len(claims.Items) == 0 {
+		return nil, nil
+	}
+	return &claims.Items[0], nil
+}
+
+// deadline is when the drain stops waiting for PDBs: deletion time plus terminationGracePeriod.
+func deadline(node *corev1.Node, nc *v1.NodeClaim) *time.Time {
+	if nc == nil || nc.Spec.TerminationGracePeriod == nil {
+		return nil
+	}
+	d := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
+	return &d
+}
+
+// taint keeps new pods off the node while it drains.
+func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+			return nil
+		}
+	}
+	stored := node.DeepCopy()
+	node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("tainting node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// drain evicts (or, past the deadline, deletes) the node's pods. It returns how many pods still hold
+// the node and whether an eviction was refused.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *time.Time) (remaining int, refused bool, err error) {
+	pods := &corev1.PodList{}
+	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: node.Name}); err != nil {
+		return 0, false, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+	}
+	forced := deadline != nil && !c.clock.Now().Before(*deadline)
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if !drainable(pod) {
+			continue
+		}
+		remaining++
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if forced {
+			if err := c.kube.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
+				return 0, false, fmt.Errorf("deleting pod %s past the termination grace period: %w", client.ObjectKeyFromObject(pod), err)
+			}
+			continue
+		}
+		err := c.kube.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			refused = true
+		default:
+			return 0, false, fmt.Errorf("evicting pod %s: %w", client.ObjectKeyFromObject(pod), err)
+		}
+	}
+	return remaining, refused, nil
+}
+
+// drainable reports whether the pod must leave before the node goes: DaemonSet pods, mirror pods and
+// finished pods stay.
+func drainable(pod *corev1.Pod) bool {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
+			return false
+		}
+	}
+	return true
+}
+
+// Register sets the controller up with the manager.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).Complete(c)
+}

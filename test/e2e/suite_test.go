@@ -1,0 +1,244 @@
+// Package e2e runs Joist's controllers against the full stack: kube-apiserver, etcd, kube-scheduler,
+// kube-controller-manager and KWOK, with the KWOK cloud provider launching simulated nodes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/cloudprovider/kwok"
+	"github.com/joist-dev/joist/controllers"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/catalog"
+	"github.com/joist-dev/joist/test/env"
+)
+
+func init() {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapLevel())))
+}
+
+// stack is a running control plane plus a Joist manager that can be stopped and started again.
+type stack struct {
+	t      *testing.T
+	env    *env.Env
+	kube   client.Client
+	cloud  kwok.Options
+	opts   controllers.Options
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newStack(t *testing.T, cloud kwok.Options) *stack {
+	t.Helper()
+	scheme := env.DefaultScheme()
+	if err := kwokv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	e := env.New(t, env.Options{Scheduler: true, ControllerManager: true, KWOK: true, Scheme: scheme})
+	e.Config.QPS, e.Config.Burst = 1000, 2000
+	kube, err := client.New(e.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cloud.InstanceTypes == nil {
+		cloud.InstanceTypes = catalog.Default()
+	}
+	opts := controllers.DefaultOptions()
+	opts.Provisioning.BatchIdleDuration = 500 * time.Millisecond
+	opts.GarbageCollection.Period = 5 * time.Second
+	s := &stack{t: t, env: e, kube: kube, cloud: cloud, opts: opts}
+	t.Cleanup(s.stopManager)
+	return s
+}
+
+// startManager runs a fresh Joist manager (controllers + KWOK cloud) in-process.
+func (s *stack) startManager() {
+	s.t.Helper()
+	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
+		Scheme:                 s.env.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		s.t.Fatalf("creating manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
+	cloud := kwok.New(mgr.GetClient(), unavailable, s.cloud)
+	if err := controllers.Register(ctx, mgr, cloud, clock.RealClock{}, s.opts); err != nil {
+		cancel()
+		s.t.Fatalf("registering controllers: %v", err)
+	}
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := mgr.Start(ctx); err != nil {
+			s.t.Errorf("manager: %v", err)
+		}
+	}()
+}
+
+func (s *stack) stopManager() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+		s.cancel = nil
+	}
+}
+
+// ctx returns a context bounded by timeout, canceled at test end.
+func (s *stack) ctx(timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	s.t.Cleanup(cancel)
+	return ctx
+}
+
+func (s *stack) create(ctx context.Context, objs ...client.Object) {
+	s.t.Helper()
+	for _, o := range objs {
+		if err := s.kube.Create(ctx, o); err != nil {
+			s.t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// eventually polls cond every 250ms until it holds or ctx ends, failing the test with describe().
+func (s *stack) eventually(ctx context.Context, what string, cond func(context.Context) (bool, error), describe func() string) {
+	s.t.Helper()
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := s.env.CheckChildren(); err != nil {
+			return false, err
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		s.t.Fatalf("waiting for %s: %v\n%s", what, err, describe())
+	}
+}
+
+// waitRunning waits until every pod matching labels runs on a Joist node; it returns the pods.
+func (s *stack) waitRunning(ctx context.Context, want int, labels map[string]string) []corev1.Pod {
+	s.t.Helper()
+	var pods corev1.PodList
+	running := 0
+	s.eventually(ctx, fmt.Sprintf("%d pods Running", want), func(ctx context.Context) (bool, error) {
+		if err := s.kube.List(ctx, &pods, client.MatchingLabels(labels)); err != nil {
+			return false, err
+		}
+		running = 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+				running++
+			}
+		}
+		return running == want, nil
+	}, func() string { return fmt.Sprintf("%d of %d pods running; %s", running, want, s.describeClaims()) })
+	return pods.Items
+}
+
+func (s *stack) claims() []v1.NodeClaim {
+	list := &v1.NodeClaimList{}
+	if err := s.kube.List(context.Background(), list); err != nil {
+		s.t.Fatalf("listing nodeclaims: %v", err)
+	}
+	return list.Items
+}
+
+func (s *stack) describeClaims() string {
+	out := "nodeclaims:"
+	for _, nc := range s.claims() {
+		out += fmt.Sprintf("\n  %s type=%s zone=%s ct=%s node=%s conditions=%v", nc.Name, nc.Labels[v1.LabelInstanceType],
+			nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey], nc.Status.NodeName, conditionSummary(nc))
+	}
+	return out
+}
+
+func conditionSummary(nc v1.NodeClaim) string {
+	out := ""
+	for _, c := range nc.Status.Conditions {
+		out += fmt.Sprintf("%s=%s ", c.Type, c.Status)
+	}
+	return out
+}
+
+// priceOf returns the price of a launched claim's offering in the catalog.
+func priceOf(its []*solver.InstanceType, nc v1.NodeClaim) float64 {
+	for _, it := range its {
+		if it.Name != nc.Labels[v1.LabelInstanceType] {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == nc.Labels[v1.LabelTopologyZone] && o.CapacityType == nc.Labels[v1.CapacityTypeLabelKey] {
+				return o.Price
+			}
+		}
+	}
+	return -1
+}
+
+// kwokNodePool returns a NodePool with a KWOKNodeClass "default" and the given extra requirements.
+func kwokNodePool(name string, limits corev1.ResourceList, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {
+	return &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.NodePoolSpec{
+			Limits: v1.Limits(limits),
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				Requirements: reqs,
+				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.GroupVersion.Group, Kind: "KWOKNodeClass", Name: "default"},
+				ExpireAfter:  v1.MustParseNillableDuration("Never"),
+			}},
+		},
+	}
+}
+
+func kwokNodeClass(registrationDelay time.Duration) *kwokv1alpha1.KWOKNodeClass {
+	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: kwokv1alpha1.KWOKNodeClassSpec{ImageID: "kwok-image-v1"}}
+	if registrationDelay > 0 {
+		nc.Spec.RegistrationDelay = &metav1.Duration{Duration: registrationDelay}
+	}
+	return nc
+}
+
+// deployment returns a Deployment of replicas pods requesting cpu and memory.
+func deployment(name string, replicas int32, cpu, memory string, mutate ...func(*corev1.PodSpec)) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	spec := corev1.PodSpec{
+		Containers: []corev1.Container{{
+			Name: "app", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory),
+			}},
+		}},
+		TerminationGracePeriodSeconds: ptr.To[int64](0),
+	}
+	for _, m := range mutate {
+		m(&spec)
+	}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec},
+		},
+	}
+}
