@@ -1,0 +1,135 @@
+// Package simulate is `joist simulate`: it reads NodePools, workloads and existing nodes from YAML,
+// runs the solver against an instance-type catalog and prints the plan, offline.
+package simulate
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/catalog"
+)
+
+const usageText = `Usage: joist simulate -f PATH [-f PATH...] [--catalog FILE] [-o table|json]
+
+Reads NodePools, Pods, Deployments, ReplicaSets, StatefulSets, Jobs, DaemonSets, Nodes and
+PersistentVolumes from YAML or JSON (a file, or a directory searched recursively for .yaml, .yml and
+.json files), runs Joist's solver and prints the nodes it would launch, what they cost and which pods
+cannot be placed, with the reason. Nothing is sent to a cluster.
+
+Flags:
+`
+
+// Options configure a run; Main fills them from flags.
+type Options struct {
+	// Paths are the input files or directories.
+	Paths []string
+	// Catalog is an instance-type catalog file; empty means the embedded default catalog.
+	Catalog string
+	// Output is "table" or "json".
+	Output string
+	// Solve is the solver; nil means solver.Solve.
+	Solve func(solver.Input) solver.Result
+}
+
+// Main runs `joist simulate` with args (the words after "simulate") and returns the exit code: 0 on
+// success (also when some pods are unschedulable), 1 on bad input, 2 on bad usage.
+func Main(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "joist simulate:", err)
+		return 2
+	}
+	if err := Run(opts, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "joist simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (Options, error) {
+	var opts Options
+	fs := flag.NewFlagSet("joist simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	fs.Func("f", "input file or directory (repeatable)", func(s string) error {
+		opts.Paths = append(opts.Paths, s)
+		return nil
+	})
+	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md)")
+	fs.StringVar(&opts.Output, "o", "table", "output format: table or json")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return opts, fmt.Errorf("unexpected argument %q; pass inputs with -f", fs.Arg(0))
+	case len(opts.Paths) == 0:
+		fs.Usage()
+		return opts, errors.New("-f PATH is required")
+	case opts.Output != "table" && opts.Output != "json":
+		return opts, fmt.Errorf("-o %q: use table or json", opts.Output)
+	}
+	return opts, nil
+}
+
+// Run loads the inputs, solves and writes the plan to stdout; warnings go to stderr.
+func Run(opts Options, stdout, stderr io.Writer) error {
+	instanceTypes, catalogName, err := loadCatalog(opts.Catalog)
+	if err != nil {
+		return err
+	}
+	l := newLoader()
+	if err := l.loadPaths(opts.Paths); err != nil {
+		return err
+	}
+	for _, src := range l.objs.ignored {
+		fmt.Fprintf(stderr, "joist simulate: ignoring %s: not used by the simulation\n", src)
+	}
+	in, err := buildInput(l.objs, instanceTypes)
+	if err != nil {
+		return err
+	}
+	if len(in.NodePools) == 0 {
+		fmt.Fprintln(stderr, "joist simulate: warning: the input has no NodePool, so no new node can be planned")
+	}
+	solve := opts.Solve
+	if solve == nil {
+		solve = defaultSolve
+	}
+	start := time.Now()
+	res := solve(in)
+	elapsed := time.Since(start)
+
+	report := newReport(in, res, elapsed, catalogName, len(instanceTypes))
+	if opts.Output == "json" {
+		return writeJSON(stdout, report)
+	}
+	return writeTable(stdout, report, res)
+}
+
+func loadCatalog(path string) ([]*solver.InstanceType, string, error) {
+	if path == "" {
+		return catalog.Default(), "default", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading catalog: %w", err)
+	}
+	its, err := catalog.Parse(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("catalog %s:\n  %s", path, strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	return its, path, nil
+}
