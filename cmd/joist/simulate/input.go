@@ -32,9 +32,14 @@ func buildInput(objs objects, instanceTypes []*solver.InstanceType) (solver.Inpu
 	}
 
 	nodeIndex := map[string]int{}
+	cordoned := map[string]bool{}
 	for _, n := range objs.nodes {
-		if _, dup := nodeIndex[n.obj.Name]; dup {
+		if _, dup := nodeIndex[n.obj.Name]; dup || cordoned[n.obj.Name] {
 			return in, n.src.errorf("node %s is defined twice", n.obj.Name)
+		}
+		if n.obj.Spec.Unschedulable {
+			cordoned[n.obj.Name] = true // takes no new pods; its pods are not pending
+			continue
 		}
 		alloc := n.obj.Status.Allocatable
 		if len(alloc) == 0 {
@@ -64,6 +69,9 @@ func buildInput(objs objects, instanceTypes []*solver.InstanceType) (solver.Inpu
 		}
 		if pod.Spec.NodeName == "" {
 			in.Pods = append(in.Pods, pod)
+			continue
+		}
+		if cordoned[pod.Spec.NodeName] || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		i, ok := nodeIndex[pod.Spec.NodeName]

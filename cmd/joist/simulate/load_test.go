@@ -278,6 +278,23 @@ status: {capacity: {cpu: "8", memory: 32Gi}, allocatable: {cpu: 7800m, memory: 3
 ---
 ` + strings.Replace(pod, "spec:\n", "spec:\n  nodeName: n1\n", 1) + `---
 apiVersion: v1
+kind: Node
+metadata: {name: cordoned}
+spec: {unschedulable: true}
+status: {allocatable: {cpu: "8"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: on-cordoned}
+spec: {nodeName: cordoned, containers: [{name: c, image: i}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: done}
+spec: {nodeName: n1, containers: [{name: c, image: i}]}
+status: {phase: Succeeded}
+---
+apiVersion: v1
 kind: PersistentVolume
 metadata: {name: pv1}
 spec:
