@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cmd/joist/simulate"
 )
 
 // managerFlags are the manager's command-line settings.
@@ -43,6 +44,8 @@ func main() {
 // runSubcommand runs a non-manager subcommand; ok is false when name is not one.
 func runSubcommand(name string, args []string) (code int, ok bool) {
 	switch name {
+	case "simulate":
+		return simulate.Main(args, os.Stdout, os.Stderr), true
 	default:
 		return 0, false
 	}

@@ -106,7 +106,7 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 	}
 	solve := opts.Solve
 	if solve == nil {
-		solve = defaultSolve
+		solve = solver.Solve
 	}
 	start := time.Now()
 	res := solve(in)
