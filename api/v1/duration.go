@@ -9,11 +9,14 @@ import (
 // Never is the literal that disables a NillableDuration.
 const Never = "Never"
 
-// NillableDuration is a duration that may also be "Never" (nil Duration).
+// NillableDuration is a duration that may also be "Never". Its zero value is "unset": fields of this
+// type are tagged omitzero, so a Go client that leaves them alone gets the apiserver's default.
 // +kubebuilder:validation:Type=string
 // +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 type NillableDuration struct {
 	Duration *time.Duration `json:"-"`
+	// Never is true for the explicit "Never".
+	Never bool `json:"-"`
 }
 
 // MustParseNillableDuration parses s ("Never" or a Go duration) and panics on error; for tests and defaults.
@@ -28,7 +31,7 @@ func MustParseNillableDuration(s string) NillableDuration {
 // ParseNillableDuration parses "Never" or a Go duration string.
 func ParseNillableDuration(s string) (NillableDuration, error) {
 	if s == Never {
-		return NillableDuration{}, nil
+		return NillableDuration{Never: true}, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -37,8 +40,11 @@ func ParseNillableDuration(s string) (NillableDuration, error) {
 	return NillableDuration{Duration: &d}, nil
 }
 
-// IsNever reports whether the duration is disabled.
-func (d NillableDuration) IsNever() bool { return d.Duration == nil }
+// IsNever reports whether the duration is disabled (explicitly, or unset and so without a limit).
+func (d NillableDuration) IsNever() bool { return d.Never || d.Duration == nil }
+
+// IsZero reports whether the duration is unset; encoding/json's omitzero consults it.
+func (d NillableDuration) IsZero() bool { return d.Duration == nil && !d.Never }
 
 func (d NillableDuration) String() string {
 	if d.Duration == nil {

@@ -41,7 +41,7 @@ type NodeClaimSpec struct {
 	// ExpireAfter is how long the node may live; "Never" disables expiry.
 	// +kubebuilder:default:="720h"
 	// +optional
-	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 }
 
 // ResourceRequirements holds the requests a NodeClaim was sized for.

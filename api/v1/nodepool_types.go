@@ -81,7 +81,7 @@ type NodeClaimTemplateSpec struct {
 	// ExpireAfter is how long a node may live before it is replaced; "Never" disables expiry.
 	// +kubebuilder:default:="720h"
 	// +optional
-	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+	ExpireAfter NillableDuration `json:"expireAfter,omitzero"`
 	// TerminationGracePeriod is how long a draining node may wait for pods (PDBs, do-not-disrupt)
 	// before they are deleted anyway.
 	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
@@ -112,7 +112,7 @@ type Disruption struct {
 	// ConsolidateAfter is how long a node must stay untouched by pod events before it may be consolidated.
 	// +kubebuilder:default:="0s"
 	// +optional
-	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitzero"`
 	// ConsolidationPolicy: WhenEmpty or WhenEmptyOrUnderutilized.
 	// +kubebuilder:default:=WhenEmptyOrUnderutilized
 	// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized}

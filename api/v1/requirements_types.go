@@ -19,6 +19,7 @@ type NodeSelectorRequirementWithMinValues struct {
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values is the set of values; one non-negative integer for Gt/Lt/Gte/Lte.
 	// +kubebuilder:validation:MaxItems=500
+	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
