@@ -233,8 +233,9 @@ func (l *loader) loadDocument(src source, data []byte) error {
 			}
 		}
 		return nil
-	case strings.HasSuffix(h.Kind, "NodeClass"):
-		l.objs.ignored = append(l.objs.ignored, src) // provider-specific; the simulation needs only the catalog
+	case strings.HasSuffix(h.Kind, "NodeClass") || strings.HasPrefix(h.APIVersion, "kustomize.config.k8s.io/"):
+		// Provider NodeClasses (the simulation needs only the catalog) and kustomization files.
+		l.objs.ignored = append(l.objs.ignored, src)
 		return nil
 	}
 

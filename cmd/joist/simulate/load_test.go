@@ -308,6 +308,10 @@ spec:
 apiVersion: kwok.joist.dev/v1alpha1
 kind: KWOKNodeClass
 metadata: {name: default}
+---
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [all.yaml]
 `})
 	in, objs, err := load(t, dir)
 	if err != nil {
@@ -331,7 +335,7 @@ metadata: {name: default}
 	if z := in.VolumeZones["shop/data-db-0"]; len(z) != 1 || z[0] != "test-zone-b" {
 		t.Errorf("volume zones = %v", in.VolumeZones)
 	}
-	if len(objs.ignored) != 1 || objs.ignored[0].kind != "KWOKNodeClass" {
+	if len(objs.ignored) != 2 || objs.ignored[0].kind != "KWOKNodeClass" || objs.ignored[1].kind != "Kustomization" {
 		t.Errorf("ignored = %v", objs.ignored)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joist-dev/joist/solver"
 )
@@ -188,8 +189,12 @@ func writeTable(w io.Writer, r Report, res solver.Result) error {
 	if len(r.Unschedulable) > 0 {
 		fmt.Fprintln(tw)
 		fmt.Fprintln(tw, "UNSCHEDULABLE POD\tREASON")
-		for _, u := range r.Unschedulable {
-			fmt.Fprintf(tw, "%s\t%s\n", u.Pod, u.Reason)
+		for _, g := range groupUnschedulable(res.Unschedulable) {
+			name := podKey(g.first)
+			if g.count > 1 {
+				name += fmt.Sprintf(" +%d more", g.count-1)
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", name, g.reason)
 		}
 	}
 	return tw.Flush()
@@ -222,4 +227,32 @@ func formatDuration(seconds float64) string {
 	default:
 		return d.Round(time.Millisecond).String()
 	}
+}
+
+type unschedulableGroup struct {
+	first  *corev1.Pod
+	reason string
+	count  int
+}
+
+// groupUnschedulable folds pods of the same workload refused for the same reason into one row, in
+// order of first appearance, so a 5,000-replica Deployment that does not fit is one line.
+func groupUnschedulable(us []solver.Unschedulable) []*unschedulableGroup {
+	var out []*unschedulableGroup
+	index := map[[2]string]*unschedulableGroup{}
+	for _, u := range us {
+		owner := string(u.Pod.UID)
+		if ref := metav1.GetControllerOf(u.Pod); ref != nil {
+			owner = u.Pod.Namespace + "/" + ref.Kind + "/" + ref.Name
+		}
+		key := [2]string{owner, u.Reason}
+		if g, ok := index[key]; ok {
+			g.count++
+			continue
+		}
+		g := &unschedulableGroup{first: u.Pod, reason: u.Reason, count: 1}
+		index[key] = g
+		out = append(out, g)
+	}
+	return out
 }

@@ -173,6 +173,35 @@ func TestRunJSON(t *testing.T) {
 	}
 }
 
+func TestTableGroupsUnschedulablePodsOfOneWorkload(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"in.yaml": pool + "---\n" + deployment("big", "5", "{cpu: \"64\"}") + "---\n" +
+		deployment("huge", "1", "{cpu: \"128\"}") + "---\n" + strings.Replace(pod, "500m", "\"96\"", 1)})
+	solve := func(in solver.Input) solver.Result {
+		var res solver.Result
+		for _, p := range in.Pods {
+			cpu := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]
+			res.Unschedulable = append(res.Unschedulable, solver.Unschedulable{Pod: p, Reason: "too big: " + cpu.String()})
+		}
+		return res
+	}
+	var stdout, stderr bytes.Buffer
+	if err := Run(Options{Paths: []string{dir}, Output: "table", Solve: solve}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	rows := regexp.MustCompile(`(?m)^(default/p|ns/big-\w+-0 \+4 more|ns/huge-\w+-0)\s+too big: (96|64|128)$`).FindAllString(stdout.String(), -1)
+	if len(rows) != 3 {
+		t.Errorf("want 3 grouped rows (p, big +4 more, huge), got %q in:\n%s", rows, stdout.String())
+	}
+	var r Report
+	stdout.Reset()
+	if err := Run(Options{Paths: []string{dir}, Output: "json", Solve: solve}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || len(r.Unschedulable) != 7 {
+		t.Errorf("JSON lists %d unschedulable pods (err %v), want all 7", len(r.Unschedulable), err)
+	}
+}
+
 func TestRunWarnsAboutIgnoredObjects(t *testing.T) {
 	dir := writeFiles(t, map[string]string{"in.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n---\n" + pod})
 	var stdout, stderr bytes.Buffer
