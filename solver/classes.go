@@ -1,0 +1,392 @@
+package solver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+var errNoTerms = errors.New("required node affinity has no usable terms")
+
+// class is a set of pods identical for scheduling: same namespace, labels, requests and
+// constraints. The solver places classes, not pods.
+type class struct {
+	key    string
+	pods   []*corev1.Pod
+	next   int
+	ns     string
+	labels labels.Set
+	spec   *corev1.PodSpec
+	req    resVec
+
+	baseAlts   []reqSet
+	volZones   []string
+	prefNode   []weightedReqs
+	tols       []corev1.Toleration
+	hardSpread []*spreadRef
+	softSpread []*spreadRef
+	hardAff    []*termRef
+	softAff    []*termRef
+	hardAnti   []*termRef
+	softAnti   []*termRef
+	ports      []hostPort
+
+	memberOf     []*group
+	repelledBy   []*group
+	zoneRelevant bool
+
+	steps []step
+	level int
+	effs  map[int]*eff
+
+	universe     uint64
+	universeDone bool
+
+	err    string // a static reason the pods cannot be placed
+	fail   failure
+	curTag int
+	curEx  int
+	curNew int
+}
+
+type weightedReqs struct {
+	weight int32
+	reqs   reqSet
+}
+
+type stepKind int
+
+const (
+	stepPrefAff stepKind = iota
+	stepPrefAnti
+	stepPrefNode
+	stepSoftSpread
+	stepPreferTaints
+)
+
+// step is one preference; relaxing drops steps from the front.
+type step struct {
+	kind stepKind
+	i    int
+}
+
+// eff is the constraint set of a class at one relaxation level.
+type eff struct {
+	alts        []*alt
+	spreads     []*spreadRef
+	aff         []*termRef
+	anti        []*termRef
+	avoidPrefer bool
+	zoneCons    bool
+	batchable   bool
+}
+
+// alt is one ORed alternative of the node requirements.
+type alt struct {
+	reqs     reqSet
+	sig      string
+	zoneMask uint64
+	ctMask   uint64
+	conflict string
+}
+
+type classKey struct {
+	NS          string
+	Labels      map[string]string
+	NodeSel     map[string]string                 `json:",omitempty"`
+	Affinity    *corev1.Affinity                  `json:",omitempty"`
+	Tolerations []corev1.Toleration               `json:",omitempty"`
+	Spread      []corev1.TopologySpreadConstraint `json:",omitempty"`
+	Ports       []string                          `json:",omitempty"`
+	Claims      []string                          `json:",omitempty"`
+	Req         resVec
+}
+
+func (s *solver) claimNames(p *corev1.Pod) []string {
+	var out []string
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			out = append(out, p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// buildClasses groups the pending pods into classes, in a deterministic order.
+func (s *solver) buildClasses() {
+	pods := make([]*corev1.Pod, 0, len(s.in.Pods))
+	for _, p := range s.in.Pods {
+		if p != nil {
+			pods = append(pods, p)
+		}
+	}
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := pods[i], pods[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.UID < b.UID
+	})
+	byKey := map[string]*class{}
+	var buf strings.Builder
+	for _, p := range pods {
+		req := s.d.podRequests(&p.Spec)
+		ports := podHostPorts(&p.Spec)
+		claims := s.claimNames(p)
+		var portKeys []string
+		for _, hp := range ports {
+			portKeys = append(portKeys, fmt.Sprintf("%s/%s/%d", hp.proto, hp.ip, hp.port))
+		}
+		k := classKey{NS: p.Namespace, Labels: p.Labels, NodeSel: p.Spec.NodeSelector, Affinity: p.Spec.Affinity,
+			Tolerations: p.Spec.Tolerations, Spread: p.Spec.TopologySpreadConstraints, Ports: portKeys, Claims: claims, Req: req}
+		raw, err := json.Marshal(k)
+		if err != nil {
+			raw = []byte(fmt.Sprintf("%p", p))
+		}
+		buf.Reset()
+		buf.Write(raw)
+		key := buf.String()
+		c, ok := byKey[key]
+		if !ok {
+			c = &class{key: key, ns: p.Namespace, labels: labels.Set(p.Labels), spec: &p.Spec, req: req, ports: ports, effs: map[int]*eff{}, curTag: -1}
+			s.initClass(c, claims)
+			byKey[key] = c
+			s.classes = append(s.classes, c)
+		}
+		c.pods = append(c.pods, p)
+	}
+	sort.SliceStable(s.classes, func(i, j int) bool {
+		a, b := s.classes[i], s.classes[j]
+		for _, r := range []int{0, 1} {
+			if a.req[r] != b.req[r] {
+				return a.req[r] > b.req[r]
+			}
+		}
+		return a.key < b.key
+	})
+	s.minReq = nil
+	for _, c := range s.classes {
+		if c.err != "" {
+			continue
+		}
+		if s.minReq == nil {
+			s.minReq = c.req.clone()
+			continue
+		}
+		for i := range c.req {
+			if c.req[i] < s.minReq[i] {
+				s.minReq[i] = c.req[i]
+			}
+		}
+	}
+}
+
+func (s *solver) initClass(c *class, claims []string) {
+	spec := c.spec
+	alts, err := requiredAlts(spec)
+	if err != nil {
+		c.err = fmt.Sprintf("invalid node selection: %v", err)
+		return
+	}
+	if len(claims) > 0 {
+		var zones []string
+		pinned := false
+		for _, cl := range claims {
+			zs, ok := s.in.VolumeZones[cl]
+			if !ok || len(zs) == 0 {
+				continue
+			}
+			if !pinned {
+				zones, pinned = uniqSorted(zs), true
+				continue
+			}
+			zones = filterValues(zones, func(z string) bool { return containsSorted(uniqSorted(zs), z) })
+		}
+		if pinned {
+			if len(zones) == 0 {
+				c.err = fmt.Sprintf("volume claims %s pin zones that do not overlap", strings.Join(claims, ", "))
+				return
+			}
+			c.volZones = zones
+			for i := range alts {
+				alts[i] = alts[i].with(v1.LabelTopologyZone, req{values: zones})
+			}
+		}
+	}
+	c.baseAlts = alts
+	c.tols = spec.Tolerations
+	aff := spec.Affinity
+	if aff != nil && aff.NodeAffinity != nil {
+		for i, pt := range aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			rs, err := reqsFromTerm(nil, &aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].Preference)
+			if err != nil || len(rs) == 0 {
+				continue
+			}
+			c.prefNode = append(c.prefNode, weightedReqs{weight: pt.Weight, reqs: rs})
+		}
+	}
+	for _, tsc := range spec.TopologySpreadConstraints {
+		hostname, ok := topoKind(tsc.TopologyKey)
+		if !ok {
+			continue
+		}
+		sel, err := selectorWithKeys(tsc.LabelSelector, c.labels, tsc.MatchLabelKeys, nil)
+		if err != nil {
+			c.err = fmt.Sprintf("invalid topology spread selector: %v", err)
+			return
+		}
+		g := s.group(hostname, false, []string{c.ns}, sel)
+		sp := &spreadRef{g: g, maxSkew: tsc.MaxSkew, minDomains: 1, self: g.matches(c.ns, c.labels)}
+		if tsc.MinDomains != nil {
+			sp.minDomains = *tsc.MinDomains
+		}
+		if sp.maxSkew < 1 {
+			sp.maxSkew = 1
+		}
+		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			c.softSpread = append(c.softSpread, sp)
+		} else {
+			c.hardSpread = append(c.hardSpread, sp)
+		}
+	}
+	terms := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) (hard, soft []*termRef, err error) {
+		for i := range req {
+			g, err := s.termGroup(c.ns, c.labels, &req[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			if g != nil {
+				hard = append(hard, &termRef{g: g, self: g.matches(c.ns, c.labels)})
+			}
+		}
+		for i := range pref {
+			g, err := s.termGroup(c.ns, c.labels, &pref[i].PodAffinityTerm)
+			if err != nil {
+				return nil, nil, err
+			}
+			if g != nil {
+				soft = append(soft, &termRef{g: g, self: g.matches(c.ns, c.labels), weight: pref[i].Weight})
+			}
+		}
+		sort.SliceStable(soft, func(i, j int) bool { return soft[i].weight < soft[j].weight })
+		return hard, soft, nil
+	}
+	if aff != nil && aff.PodAffinity != nil {
+		if c.hardAff, c.softAff, err = terms(aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, aff.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+			c.err = fmt.Sprintf("invalid pod affinity: %v", err)
+			return
+		}
+	}
+	if aff != nil && aff.PodAntiAffinity != nil {
+		if c.hardAnti, c.softAnti, err = terms(aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution); err != nil {
+			c.err = fmt.Sprintf("invalid pod anti-affinity: %v", err)
+			return
+		}
+		for _, t := range c.hardAnti {
+			t.g.owned = true
+		}
+	}
+	// Relaxation order: preferred pod affinity, preferred pod anti-affinity, preferred node
+	// affinity (each lowest weight first), ScheduleAnyway spreads, then PreferNoSchedule taints.
+	for i := range c.softAff {
+		c.steps = append(c.steps, step{stepPrefAff, i})
+	}
+	for i := range c.softAnti {
+		c.steps = append(c.steps, step{stepPrefAnti, i})
+	}
+	order := make([]int, len(c.prefNode))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return c.prefNode[order[i]].weight < c.prefNode[order[j]].weight })
+	for _, i := range order {
+		c.steps = append(c.steps, step{stepPrefNode, i})
+	}
+	for i := range c.softSpread {
+		c.steps = append(c.steps, step{stepSoftSpread, i})
+	}
+	c.steps = append(c.steps, step{stepPreferTaints, 0})
+}
+
+// resolveMembership computes, once all groups exist, which groups each class counts in and
+// which anti-affinity groups repel it.
+func (s *solver) resolveMembership() {
+	for _, c := range s.classes {
+		if c.err != "" {
+			continue
+		}
+		for _, g := range s.groups {
+			if !g.matches(c.ns, c.labels) {
+				continue
+			}
+			c.memberOf = append(c.memberOf, g)
+			if !g.hostname {
+				c.zoneRelevant = true
+			}
+			if g.owned {
+				c.repelledBy = append(c.repelledBy, g)
+			}
+		}
+		for _, t := range c.hardAnti {
+			if !t.g.hostname {
+				c.zoneRelevant = true
+			}
+		}
+	}
+}
+
+// effAt builds (and caches) the constraints of class c with the first level steps relaxed.
+func (s *solver) effAt(c *class, level int) *eff {
+	if e, ok := c.effs[level]; ok {
+		return e
+	}
+	e := &eff{spreads: c.hardSpread, aff: c.hardAff, anti: c.hardAnti}
+	var prefReqs reqSet
+	for _, st := range c.steps[min(level, len(c.steps)):] {
+		switch st.kind {
+		case stepPrefAff:
+			e.aff = append(append([]*termRef(nil), e.aff...), c.softAff[st.i])
+		case stepPrefAnti:
+			e.anti = append(append([]*termRef(nil), e.anti...), c.softAnti[st.i])
+		case stepPrefNode:
+			prefReqs = prefReqs.and(c.prefNode[st.i].reqs)
+		case stepSoftSpread:
+			e.spreads = append(append([]*spreadRef(nil), e.spreads...), c.softSpread[st.i])
+		case stepPreferTaints:
+			e.avoidPrefer = true
+		}
+	}
+	for _, base := range c.baseAlts {
+		rs := base.and(prefReqs)
+		a := &alt{reqs: rs, sig: rs.signature(), conflict: rs.conflict()}
+		zr, zok := rs.get(v1.LabelTopologyZone)
+		cr, cok := rs.get(v1.CapacityTypeLabelKey)
+		a.zoneMask = maskFor(zr, zok, s.zones)
+		a.ctMask = maskFor(cr, cok, s.cts)
+		e.alts = append(e.alts, a)
+	}
+	for _, sp := range e.spreads {
+		if !sp.g.hostname {
+			e.zoneCons = true
+		}
+	}
+	for _, t := range append(append([]*termRef(nil), e.aff...), e.anti...) {
+		if !t.g.hostname {
+			e.zoneCons = true
+		}
+	}
+	e.batchable = len(e.spreads) == 0 && len(e.aff) == 0 && len(e.anti) == 0 && len(c.ports) == 0
+	c.effs[level] = e
+	return e
+}

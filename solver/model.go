@@ -1,0 +1,181 @@
+package solver
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// offer is an available offering an instance type may launch as, within its pool's requirements.
+type offer struct {
+	zone, ct int
+	price    float64
+	o        Offering
+}
+
+// itype is an instance type as one pool sees it.
+type itype struct {
+	it       *InstanceType
+	idx      int
+	capacity resVec
+	alloc    resVec // allocatable less the pool's daemonset overhead
+	ds       resVec // daemonset overhead
+	offers   []offer
+	minPrice float64
+	zones    uint64 // zones with an offer
+}
+
+// price is the cheapest offer within the zone and capacity-type masks, or -1.
+func (t *itype) price(zm, cm uint64) (float64, int) {
+	for i := range t.offers {
+		o := &t.offers[i]
+		if zm&(1<<uint(o.zone)) != 0 && cm&(1<<uint(o.ct)) != 0 {
+			return o.price, i
+		}
+	}
+	return -1, -1
+}
+
+func (t *itype) zonesFor(zm, cm uint64) uint64 {
+	var m uint64
+	for i := range t.offers {
+		o := &t.offers[i]
+		if cm&(1<<uint(o.ct)) != 0 {
+			m |= 1 << uint(o.zone)
+		}
+	}
+	return m & zm
+}
+
+type minValue struct {
+	key string
+	n   int
+}
+
+type pool struct {
+	idx          int
+	name         string
+	np           *v1.NodePool
+	weight       int32
+	reqs         reqSet // requirements ∩ template labels ∩ nodepool
+	templLabels  map[string]string
+	zoneMask     uint64
+	ctMask       uint64
+	taints       []corev1.Taint // NoSchedule and NoExecute
+	preferTaints []corev1.Taint
+	types        []*itype // sorted by (minPrice, name)
+	all          bitset
+	limited      bool
+	remaining    resVec
+	committed    resVec
+	minValues    []minValue
+	compat       map[string]bitset
+	typeKeys     map[string]bool // label keys some type sets
+}
+
+// labelOf resolves what a node of type t in this pool carries for key. resolved=false means the
+// pool's requirement on key decides (pool-defined key) or the key is zone/capacity-type.
+func (p *pool) labelOf(t *itype, key string) (val string, present, resolved bool) {
+	switch key {
+	case v1.LabelInstanceType:
+		return t.it.Name, true, true
+	case v1.NodePoolLabelKey:
+		return p.name, true, true
+	case v1.LabelTopologyZone, v1.CapacityTypeLabelKey:
+		return "", false, false
+	case fieldNameKey, v1.LabelHostname:
+		return "", false, true
+	}
+	if v, ok := t.it.Labels[key]; ok {
+		return v, true, true
+	}
+	if v, ok := p.templLabels[key]; ok {
+		return v, true, true
+	}
+	if _, ok := p.reqs.get(key); ok {
+		return "", false, false
+	}
+	return "", false, true
+}
+
+// node is an existing node, an in-flight claim or a new node being planned.
+type node struct {
+	id    int
+	name  string
+	ex    *ExistingNode
+	pool  *pool
+	zone  int // -1 until known
+	used  resVec
+	alloc resVec // existing nodes only
+	ports []hostPort
+	pods  []*corev1.Pod
+	cls   []*class // class of each pod
+	dead  bool
+	// existing nodes
+	taints       []corev1.Taint
+	preferTaints []corev1.Taint
+
+	// new nodes
+	reqs     reqSet
+	zoneMask uint64
+	ctMask   uint64
+	options  bitset
+	maxAlloc resVec
+	cheap    int // cheapest option, -1 if none
+	ver      int // bumped when options or masks change
+	zinfoVer int
+	zoffered uint64
+	zprice   []float64
+	commit   resVec
+}
+
+func (n *node) isNew() bool { return n.ex == nil }
+
+type hostPort struct {
+	proto string
+	ip    string
+	port  int32
+}
+
+func (h hostPort) conflicts(o hostPort) bool {
+	if h.port != o.port || h.proto != o.proto {
+		return false
+	}
+	return h.ip == o.ip || h.ip == "" || o.ip == "" || h.ip == "0.0.0.0" || o.ip == "0.0.0.0"
+}
+
+func podHostPorts(spec *corev1.PodSpec) []hostPort {
+	var out []hostPort
+	add := func(cs []corev1.Container) {
+		for i := range cs {
+			for _, p := range cs[i].Ports {
+				if p.HostPort == 0 {
+					continue
+				}
+				proto := string(p.Protocol)
+				if proto == "" {
+					proto = string(corev1.ProtocolTCP)
+				}
+				out = append(out, hostPort{proto: proto, ip: p.HostIP, port: p.HostPort})
+			}
+		}
+	}
+	add(spec.InitContainers)
+	add(spec.Containers)
+	return out
+}
+
+func portsFree(used, want []hostPort) bool {
+	for _, w := range want {
+		for _, u := range used {
+			if w.conflicts(u) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+const unlimited = math.MaxInt64 / 4

@@ -1,0 +1,207 @@
+package solver
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// defaultMaxPods is assumed when an instance type or node does not state a pods capacity (the
+// kubelet's default maxPods).
+const defaultMaxPods = 110
+
+// resVec is a resource vector in milli-units, indexed by dims.
+type resVec []int64
+
+// dims maps resource names to vector indexes. cpu, memory, pods and ephemeral-storage come first,
+// extended resources follow in name order.
+type dims struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+	pods  int
+}
+
+func newDims(extra map[corev1.ResourceName]bool) *dims {
+	d := &dims{index: map[corev1.ResourceName]int{}}
+	base := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage}
+	var rest []corev1.ResourceName
+	for n := range extra {
+		isBase := false
+		for _, b := range base {
+			if b == n {
+				isBase = true
+			}
+		}
+		if !isBase {
+			rest = append(rest, n)
+		}
+	}
+	sort.Slice(rest, func(i, j int) bool { return rest[i] < rest[j] })
+	for _, n := range append(base, rest...) {
+		d.index[n] = len(d.names)
+		d.names = append(d.names, n)
+	}
+	d.pods = d.index[corev1.ResourcePods]
+	return d
+}
+
+func (d *dims) n() int { return len(d.names) }
+
+func (d *dims) zero() resVec { return make(resVec, len(d.names)) }
+
+// vec converts a ResourceList; names outside dims are ignored.
+func (d *dims) vec(rl corev1.ResourceList) resVec {
+	v := d.zero()
+	for name, q := range rl {
+		if i, ok := d.index[name]; ok {
+			v[i] = q.MilliValue()
+		}
+	}
+	return v
+}
+
+// capacityVec is vec with the pods default applied.
+func (d *dims) capacityVec(rl corev1.ResourceList) resVec {
+	v := d.vec(rl)
+	if _, ok := rl[corev1.ResourcePods]; !ok {
+		v[d.pods] = defaultMaxPods * 1000
+	}
+	return v
+}
+
+func (d *dims) list(v resVec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, x := range v {
+		if x == 0 {
+			continue
+		}
+		out[d.names[i]] = quantityFromMilli(d.names[i], x)
+	}
+	return out
+}
+
+func (v resVec) add(o resVec) {
+	for i := range v {
+		v[i] += o[i]
+	}
+}
+
+func (v resVec) sub(o resVec) {
+	for i := range v {
+		v[i] -= o[i]
+	}
+}
+
+func (v resVec) clone() resVec { return append(resVec(nil), v...) }
+
+// fitsIn reports v+extra <= limit elementwise.
+func fitsIn(v, extra, limit resVec) bool {
+	for i := range v {
+		if v[i]+extra[i] > limit[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func lessEq(v, limit resVec) bool {
+	for i := range v {
+		if v[i] > limit[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// collectResourceNames records every resource a pod spec names.
+func collectResourceNames(spec *corev1.PodSpec, into map[corev1.ResourceName]bool) {
+	add := func(rl corev1.ResourceList) {
+		for n := range rl {
+			into[n] = true
+		}
+	}
+	for i := range spec.Containers {
+		add(spec.Containers[i].Resources.Requests)
+		add(spec.Containers[i].Resources.Limits)
+	}
+	for i := range spec.InitContainers {
+		add(spec.InitContainers[i].Resources.Requests)
+		add(spec.InitContainers[i].Resources.Limits)
+	}
+	add(spec.Overhead)
+	if spec.Resources != nil {
+		add(spec.Resources.Requests)
+	}
+}
+
+// containerRequests is a container's requests, with limits standing in for unset requests as API
+// defaulting would do.
+func (d *dims) containerRequests(c *corev1.Container) resVec {
+	v := d.vec(c.Resources.Requests)
+	for name, q := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; ok {
+			continue
+		}
+		if i, ok := d.index[name]; ok {
+			v[i] = q.MilliValue()
+		}
+	}
+	return v
+}
+
+// podRequests applies the Kubernetes effective-request rule: the larger of (app containers plus
+// sidecars) and the peak of any init container plus the sidecars started before it; pod-level
+// requests override, overhead is added, and the pod itself counts one "pods".
+func (d *dims) podRequests(spec *corev1.PodSpec) resVec {
+	reqs := d.zero()
+	for i := range spec.Containers {
+		reqs.add(d.containerRequests(&spec.Containers[i]))
+	}
+	sidecars := d.zero()
+	initPeak := d.zero()
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		cr := d.containerRequests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			reqs.add(cr)
+			sidecars.add(cr)
+			cr = sidecars
+		} else {
+			cr.add(sidecars)
+		}
+		for j := range initPeak {
+			if cr[j] > initPeak[j] {
+				initPeak[j] = cr[j]
+			}
+		}
+	}
+	for j := range reqs {
+		if initPeak[j] > reqs[j] {
+			reqs[j] = initPeak[j]
+		}
+	}
+	if spec.Resources != nil {
+		for name, q := range spec.Resources.Requests {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				continue
+			}
+			if i, ok := d.index[name]; ok {
+				reqs[i] = q.MilliValue()
+			}
+		}
+	}
+	reqs.add(d.vec(spec.Overhead))
+	reqs[d.pods] = 1000
+	return reqs
+}
+
+func quantityFromMilli(name corev1.ResourceName, milli int64) resource.Quantity {
+	if name == corev1.ResourceCPU || milli%1000 != 0 {
+		return *resource.NewMilliQuantity(milli, resource.DecimalSI)
+	}
+	if name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+		return *resource.NewQuantity(milli/1000, resource.BinarySI)
+	}
+	return *resource.NewQuantity(milli/1000, resource.DecimalSI)
+}

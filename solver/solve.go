@@ -1,0 +1,18 @@
+package solver
+
+// Solve places the pending pods of in: onto existing nodes and in-flight claims first, then onto
+// new nodes it plans, and explains every pod it cannot place. It is pure and deterministic.
+func Solve(in Input) Result {
+	s := &solver{in: in, groupIdx: map[string]*group{}}
+	s.setup()
+	s.buildDaemonSets()
+	s.buildPools()
+	s.buildExisting()
+	s.buildClasses()
+	s.registerExistingAnti()
+	s.resolveMembership()
+	s.countExisting()
+	s.place()
+	s.improve()
+	return s.result()
+}

@@ -1,0 +1,377 @@
+package verify
+
+import (
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// where a pod ends up in the final cluster.
+type podAt struct {
+	pod    *corev1.Pod
+	node   *vnode
+	placed bool
+}
+
+// matcher selects pods by namespace and labels.
+type matcher struct {
+	key   string
+	allNS bool
+	ns    map[string]bool
+	sel   labels.Selector
+}
+
+func (m *matcher) matches(p *corev1.Pod) bool {
+	if !m.allNS && !m.ns[p.Namespace] {
+		return false
+	}
+	return m.sel.Matches(labels.Set(p.Labels))
+}
+
+func newMatcher(ls *metav1.LabelSelector, owner *corev1.Pod, match, mismatch, namespaces []string, nsSelector *metav1.LabelSelector) (*matcher, error) {
+	m := &matcher{ns: map[string]bool{}}
+	if ls == nil {
+		m.sel = labels.Nothing()
+	} else {
+		sel, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			return nil, err
+		}
+		for _, keys := range []struct {
+			k  []string
+			op selection.Operator
+		}{{match, selection.In}, {mismatch, selection.NotIn}} {
+			for _, k := range keys.k {
+				if val, ok := owner.Labels[k]; ok {
+					r, err := labels.NewRequirement(k, keys.op, []string{val})
+					if err != nil {
+						return nil, err
+					}
+					sel = sel.Add(*r)
+				}
+			}
+		}
+		m.sel = sel
+	}
+	m.allNS = nsSelector != nil
+	if len(namespaces) == 0 && !m.allNS {
+		namespaces = []string{owner.Namespace}
+	}
+	for _, n := range namespaces {
+		m.ns[n] = true
+	}
+	m.key = fmt.Sprintf("%t|%v|%s", m.allNS, namespaces, m.sel.String())
+	return m, nil
+}
+
+// domain of a node for a topology key; ok=false when the node has none.
+func domain(n *vnode, hostname bool) (string, bool) {
+	if hostname {
+		return n.name, true
+	}
+	return n.zone, n.hasZone
+}
+
+type tally struct {
+	byDomain       map[string]int // all matching pods
+	placedByDomain map[string]int
+	total          int
+	boundTotal     int
+}
+
+func (v *verifier) checkTopology() {
+	var all []podAt
+	for _, n := range v.nodes {
+		for _, p := range n.bound {
+			all = append(all, podAt{p, n, false})
+		}
+		for _, p := range n.placed {
+			all = append(all, podAt{p, n, true})
+		}
+	}
+	tallies := map[string]*tally{}
+	count := func(m *matcher, hostname bool) *tally {
+		key := fmt.Sprintf("%t|%s", hostname, m.key)
+		if t, ok := tallies[key]; ok {
+			return t
+		}
+		t := &tally{byDomain: map[string]int{}, placedByDomain: map[string]int{}}
+		for _, pa := range all {
+			if !m.matches(pa.pod) {
+				continue
+			}
+			t.total++
+			if !pa.placed {
+				t.boundTotal++
+			}
+			d, ok := domain(pa.node, hostname)
+			if !ok {
+				continue
+			}
+			t.byDomain[d]++
+			if pa.placed {
+				t.placedByDomain[d]++
+			}
+		}
+		tallies[key] = t
+		return t
+	}
+	carriers := v.spreadCarriers(all)
+	buckets := map[string][]podAt{}
+	for _, pa := range all {
+		buckets["h/"+pa.node.name] = append(buckets["h/"+pa.node.name], pa)
+		if pa.node.hasZone {
+			buckets["z/"+pa.node.zone] = append(buckets["z/"+pa.node.zone], pa)
+		}
+	}
+	for _, pa := range all {
+		if pa.placed {
+			v.checkSpread(pa, all, count, carriers)
+			v.checkAffinity(pa, count)
+		}
+		v.checkAnti(pa, buckets)
+	}
+}
+
+func hostnameKey(key string) (hostname, ok bool) {
+	switch key {
+	case v1.LabelHostname:
+		return true, true
+	case v1.LabelTopologyZone:
+		return false, true
+	}
+	return false, false
+}
+
+// spreadIdentity names a DoNotSchedule constraint as its pod applies it.
+func spreadIdentity(p *corev1.Pod, c *corev1.TopologySpreadConstraint, m *matcher) string {
+	aff, _ := json.Marshal(struct {
+		S map[string]string
+		A any
+	}{p.Spec.NodeSelector, requiredAffinity(p)})
+	md := int32(1)
+	if c.MinDomains != nil {
+		md = *c.MinDomains
+	}
+	return fmt.Sprintf("%s|%s|%d|%d|%s|%s", p.Namespace, c.TopologyKey, c.MaxSkew, md, m.key, aff)
+}
+
+func requiredAffinity(p *corev1.Pod) any {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil {
+		return nil
+	}
+	return p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+}
+
+func hardSpreads(p *corev1.Pod) []corev1.TopologySpreadConstraint {
+	var out []corev1.TopologySpreadConstraint
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		if _, ok := hostnameKey(c.TopologyKey); ok && c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// spreadCarriers counts, per constraint identity and domain, the placed pods that carry it.
+func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for _, pa := range all {
+		if !pa.placed {
+			continue
+		}
+		for i, c := range hardSpreads(pa.pod) {
+			m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
+			if err != nil {
+				continue
+			}
+			hostname, _ := hostnameKey(c.TopologyKey)
+			d, ok := domain(pa.node, hostname)
+			if !ok || !m.matches(pa.pod) {
+				continue
+			}
+			id := spreadIdentity(pa.pod, &hardSpreads(pa.pod)[i], m)
+			if out[id] == nil {
+				out[id] = map[string]int{}
+			}
+			out[id][d]++
+		}
+	}
+	return out
+}
+
+// zoneUniverse lists the zones a pod could be placed in: zones of nodes matching its node
+// selection and zones of pool offerings whose launched node would match it.
+func (v *verifier) zoneUniverse(p *corev1.Pod) map[string]bool {
+	na := nodeaffinity.GetRequiredNodeAffinity(p)
+	zones := map[string]bool{}
+	for _, n := range v.nodes {
+		if !n.hasZone {
+			continue
+		}
+		if ok, _ := na.Match(n.node); ok {
+			zones[n.zone] = true
+		}
+	}
+	for _, pi := range v.in.NodePools {
+		if pi.NodePool == nil {
+			continue
+		}
+		for _, it := range pi.InstanceTypes {
+			if it == nil {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if !o.Available || zones[o.Zone] {
+					continue
+				}
+				l := plannedLabels(pi.NodePool, it, o, pi.NodePool.Spec.Template.Spec.Requirements, "")
+				if ok, _ := allMatch(pi.NodePool.Spec.Template.Spec.Requirements, l); !ok {
+					continue
+				}
+				if ok, _ := na.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}}); ok {
+					zones[o.Zone] = true
+				}
+			}
+		}
+	}
+	return zones
+}
+
+// checkSpread: for every DoNotSchedule constraint of a placed pod, the pod's domain holds at most
+// maxSkew more matching pods than the least loaded eligible domain, not counting placed pods that
+// do not carry the same constraint (they may have landed after it, which Kubernetes allows).
+func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, bool) *tally, carriers map[string]map[string]int) {
+	for _, c := range hardSpreads(pa.pod) {
+		hostname, _ := hostnameKey(c.TopologyKey)
+		m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
+		if err != nil {
+			v.fail("pod %s: bad spread selector: %v", podKey(pa.pod), err)
+			continue
+		}
+		d, ok := domain(pa.node, hostname)
+		if !ok {
+			v.fail("pod %s spreads over %s but node %s has no such label", podKey(pa.pod), c.TopologyKey, pa.node.name)
+			continue
+		}
+		t := count(m, hostname)
+		na := nodeaffinity.GetRequiredNodeAffinity(pa.pod)
+		var universe []string
+		if hostname {
+			for _, n := range v.nodes {
+				if ok, _ := na.Match(n.node); ok {
+					universe = append(universe, n.name)
+				}
+			}
+		} else {
+			for z := range v.zoneUniverse(pa.pod) {
+				universe = append(universe, z)
+			}
+		}
+		min := -1
+		for _, dom := range universe {
+			if x := t.byDomain[dom]; min < 0 || x < min {
+				min = x
+			}
+		}
+		md := int32(1)
+		if c.MinDomains != nil {
+			md = *c.MinDomains
+		}
+		if min < 0 || int32(len(universe)) < md {
+			min = 0
+		}
+		id := spreadIdentity(pa.pod, &c, m)
+		unconstrained := t.placedByDomain[d] - carriers[id][d]
+		if got := t.byDomain[d] - unconstrained - min; got > int(c.MaxSkew) {
+			v.fail("pod %s: topology spread on %s violated in %s: %d matching pods (%d from pods without the constraint) vs minimum %d, maxSkew %d",
+				podKey(pa.pod), c.TopologyKey, d, t.byDomain[d], unconstrained, min, c.MaxSkew)
+		}
+	}
+}
+
+func affinityTerms(p *corev1.Pod, anti bool) []corev1.PodAffinityTerm {
+	a := p.Spec.Affinity
+	if a == nil {
+		return nil
+	}
+	if anti {
+		if a.PodAntiAffinity == nil {
+			return nil
+		}
+		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	if a.PodAffinity == nil {
+		return nil
+	}
+	return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+}
+
+// checkAffinity: a placed pod with required pod affinity shares its domain with another matching
+// pod, unless it matches its own term and no pod matched before the plan.
+func (v *verifier) checkAffinity(pa podAt, count func(*matcher, bool) *tally) {
+	for _, term := range affinityTerms(pa.pod, false) {
+		hostname, ok := hostnameKey(term.TopologyKey)
+		if !ok {
+			continue
+		}
+		m, err := newMatcher(term.LabelSelector, pa.pod, term.MatchLabelKeys, term.MismatchLabelKeys, term.Namespaces, term.NamespaceSelector)
+		if err != nil {
+			v.fail("pod %s: bad affinity selector: %v", podKey(pa.pod), err)
+			continue
+		}
+		t := count(m, hostname)
+		self := m.matches(pa.pod)
+		d, hasDomain := domain(pa.node, hostname)
+		others := 0
+		if hasDomain {
+			others = t.byDomain[d]
+			if self {
+				others--
+			}
+		}
+		if others > 0 || (self && t.boundTotal == 0) {
+			continue
+		}
+		v.fail("pod %s on %s: required pod affinity (%s, %s) has no matching pod in its domain", podKey(pa.pod), pa.node.name, term.TopologyKey, m.sel.String())
+	}
+}
+
+// checkAnti: no pod shares a domain with a pod matching its required anti-affinity term, where at
+// least one of the two was placed by the plan.
+func (v *verifier) checkAnti(pa podAt, buckets map[string][]podAt) {
+	for _, term := range affinityTerms(pa.pod, true) {
+		hostname, ok := hostnameKey(term.TopologyKey)
+		if !ok {
+			continue
+		}
+		m, err := newMatcher(term.LabelSelector, pa.pod, term.MatchLabelKeys, term.MismatchLabelKeys, term.Namespaces, term.NamespaceSelector)
+		if err != nil {
+			continue
+		}
+		d, hasDomain := domain(pa.node, hostname)
+		if !hasDomain {
+			continue
+		}
+		prefix := "z/"
+		if hostname {
+			prefix = "h/"
+		}
+		for _, other := range buckets[prefix+d] {
+			if other.pod == pa.pod || (!pa.placed && !other.placed) {
+				continue
+			}
+			if m.matches(other.pod) {
+				v.fail("pod %s on %s: required anti-affinity (%s, %s) violated by %s", podKey(pa.pod), pa.node.name, term.TopologyKey, m.sel.String(), podKey(other.pod))
+				break
+			}
+		}
+	}
+}
