@@ -87,8 +87,8 @@ func TestValidateDoNotDisrupt(t *testing.T) {
 func TestDoNotDisruptUntil(t *testing.T) {
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
-		value                string
-		now                  time.Time
+		value              string
+		now                time.Time
 		protected, forever bool
 	}{
 		{"true", created.Add(1000 * time.Hour), true, true},

@@ -225,7 +225,9 @@ func TestValidatePodPlacement(t *testing.T) {
 		{name: "bound pool by nodeSelector", edit: func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: "team-a"} }},
 		{name: "other pool by nodeSelector", edit: func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: "team-b"} },
 			want: `spec.nodeSelector[karpenter.sh/nodepool]: Forbidden: rule nodePoolBindings (Guardrail "defaults"): pod selects NodePool "team-b", but namespace "team-a" may only use NodePools [shared team-a]; fix: select one of the NodePools bound to namespace "team-a" (shared, team-a), or drop the NodePool selection`},
-		{name: "affinity naming only other pools", edit: func(p *corev1.Pod) { p.Spec.Affinity = nodePoolAffinity([]corev1.NodeSelectorRequirement{inPools("gpu", "team-b")}) },
+		{name: "affinity naming only other pools", edit: func(p *corev1.Pod) {
+			p.Spec.Affinity = nodePoolAffinity([]corev1.NodeSelectorRequirement{inPools("gpu", "team-b")})
+		},
 			want: `rule nodePoolBindings (Guardrail "defaults"): pod requires karpenter.sh/nodepool In [gpu team-b], but namespace "team-a" may only use NodePools [shared team-a]`},
 		{name: "affinity with one usable term", edit: func(p *corev1.Pod) {
 			p.Spec.Affinity = nodePoolAffinity([]corev1.NodeSelectorRequirement{inPools("gpu")}, []corev1.NodeSelectorRequirement{inPools("shared")})

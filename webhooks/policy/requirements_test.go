@@ -60,8 +60,8 @@ func TestOfferings(t *testing.T) {
 		return
 	}
 	cases := []struct {
-		name              string
-		np                *v1.NodePool
+		name             string
+		np               *v1.NodePool
 		types, offerings int
 	}{
 		{"no requirements: on-demand only (Karpenter default)", pool("a"), 5, 10},
