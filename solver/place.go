@@ -118,6 +118,9 @@ func (s *solver) placeSome(c *class, e *eff, maxK int) int {
 			if at.k > 0 {
 				return at.k
 			}
+			if len(s.pools) == 0 {
+				c.fail.note(at.stage, existingMsg(at))
+			}
 			if at.perm && i == c.curEx {
 				c.curEx++
 			}
@@ -148,6 +151,18 @@ func (s *solver) placeSome(c *class, e *eff, maxK int) int {
 		}
 	}
 	return 0
+}
+
+func existingMsg(at attempt) string {
+	switch {
+	case at.stage == stageTopology:
+		return at.msg
+	case at.stage == stageTaint && at.msg != "":
+		return "no NodePool, and the existing nodes have untolerated " + at.msg
+	case at.stage == stageReqs:
+		return "no NodePool, and no existing node matches the pod's node selection"
+	}
+	return "no NodePool, and no existing node has room for the pod"
 }
 
 func mustGet(rs reqSet, key string) req {
@@ -188,7 +203,7 @@ func (s *solver) tryExisting(c *class, e *eff, a *alt, n *node, maxK int) attemp
 		return attempt{perm: true, stage: stageResources}
 	}
 	if len(c.ports) > 0 && !portsFree(n.ports, c.ports) {
-		return attempt{perm: true, stage: stageResources}
+		return attempt{perm: true, stage: stageResources, msg: "host port conflict"}
 	}
 	if ok, perm, msg := s.topoCheck(c, e, n.id, n.zone); !ok {
 		return attempt{perm: perm, stage: stageTopology, msg: msg}
@@ -601,7 +616,9 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 		c.fail.note(max(at.stage, stageTopology), msg)
 	}
 	if len(s.pools) == 0 {
-		c.fail.note(stageReqs, "no NodePool can launch nodes and no existing node fits")
+		if c.fail.stage == stageNone {
+			c.fail.note(stageReqs, "no NodePool, and no existing node fits")
+		}
 	} else if !passedTaints {
 		uniq := map[string]bool{}
 		var only string
