@@ -15,8 +15,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cmd/joist/simulate"
+	"github.com/joist-dev/joist/webhooks"
 )
 
 // managerFlags are the manager's command-line settings.
@@ -26,6 +28,7 @@ type managerFlags struct {
 	webhookPort          int
 	webhookCertDir       string
 	enableLeaderElection bool
+	enableWebhooks       bool
 	leaderElectionNS     string
 }
 
@@ -55,6 +58,7 @@ func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntimeMust(clientgoscheme.AddToScheme(s))
 	utilruntimeMust(v1.AddToScheme(s))
+	utilruntimeMust(policyv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -71,6 +75,7 @@ func runManager(args []string) error {
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's standard cert dir).")
+	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the Guardrail admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	fs.BoolVar(&f.enableLeaderElection, "leader-elect", true, "Elect a leader so only one replica acts at a time.")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
 	zapOpts := zap.Options{}
@@ -91,6 +96,12 @@ func runManager(args []string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
+	}
+	if f.enableWebhooks {
+		// TODO(lead): pass InstanceTypes (the cloud provider's GetInstanceTypes) once the provider is built here.
+		if err := webhooks.SetupWithManager(mgr, webhooks.Options{}); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)

@@ -52,8 +52,8 @@ var doNotDisruptPath = field.NewPath("metadata", "annotations").Key(v1.DoNotDisr
 // is never re-judged. nsLabels are the labels of a pod's namespace.
 func ValidateDoNotDisrupt(p Policy, kind string, obj, old metav1.Object, nsLabels map[string]string) Violations {
 	value, ok := obj.GetAnnotations()[v1.DoNotDisruptAnnotationKey]
-	if !ok || (old != nil && old.GetAnnotations()[v1.DoNotDisruptAnnotationKey] == value) {
-		return nil
+	if !ok || value == "false" || value == "" || (old != nil && old.GetAnnotations()[v1.DoNotDisruptAnnotationKey] == value) {
+		return nil // "false" protects nothing, so anyone may write it
 	}
 	var vs Violations
 	s := p.DoNotDisrupt
