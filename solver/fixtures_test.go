@@ -380,3 +380,5 @@ func mustPlaceAll(t testing.TB, r solver.Result) {
 func defaultInput(ps ...*corev1.Pod) solver.Input {
 	return solver.Input{Pods: ps, NodePools: []solver.NodePoolInput{poolInput(nodePool("default"), standardTypes())}}
 }
+
+func resourceQ(s string) resource.Quantity { return resource.MustParse(s) }

@@ -355,7 +355,7 @@ func (v *verifier) checkPorts(n *vnode) {
 	add := func(p *corev1.Pod, placed bool) {
 		for _, hp := range hostPorts(p) {
 			for _, o := range seen {
-				if (placed || o.placed) && o.p.port == hp.port && o.p.proto == hp.proto && (o.p.ip == hp.ip || o.p.ip == "" || hp.ip == "") {
+				if o.pod != podKey(p) && (placed || o.placed) && o.p.port == hp.port && o.p.proto == hp.proto && (o.p.ip == hp.ip || o.p.ip == "" || hp.ip == "") {
 					v.fail("host port %s/%d conflict on %s between %s and %s", hp.proto, hp.port, n.name, o.pod, podKey(p))
 				}
 			}

@@ -187,6 +187,7 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 		if !pa.placed {
 			continue
 		}
+		seen := map[string]bool{}
 		for i, c := range hardSpreads(pa.pod) {
 			m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
 			if err != nil {
@@ -198,6 +199,10 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 				continue
 			}
 			id := spreadIdentity(pa.pod, &hardSpreads(pa.pod)[i], m)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
 			if out[id] == nil {
 				out[id] = map[string]int{}
 			}
