@@ -15,6 +15,7 @@ import (
 	"github.com/joist-dev/joist/controllers/nodeclaim"
 	"github.com/joist-dev/joist/controllers/nodepool"
 	"github.com/joist-dev/joist/controllers/provisioning"
+	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/controllers/termination"
 )
 
@@ -43,10 +44,11 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	}
 	kube := mgr.GetClient()
 	recorder := mgr.GetEventRecorder("joist")
-	if err := mgr.Add(provisioning.New(kube, mgr.GetCache(), cloud, recorder, clk, opts.Provisioning)); err != nil {
+	nominations := state.NewNominations()
+	if err := mgr.Add(provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
-	if err := nodeclaim.New(kube, cloud, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
+	if err := nodeclaim.New(kube, cloud, nominations, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodeclaim lifecycle controller: %w", err)
 	}
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {

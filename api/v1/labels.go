@@ -36,6 +36,13 @@ const (
 	NodeClaimTerminationTimestampAnnotationKey = Group + "/nodeclaim-termination-timestamp"
 )
 
+// Joist's own labels (not part of Karpenter's API).
+const (
+	// ProvisioningBatchLabelKey groups the NodeClaims one provisioning batch launched; their nodes are
+	// released to the kube-scheduler together (see the NodeClaim lifecycle controller).
+	ProvisioningBatchLabelKey = "joist.dev/provisioning-batch"
+)
+
 // Finalizers.
 const (
 	TerminationFinalizer = Group + "/termination"

@@ -15,6 +15,8 @@ import (
 const (
 	// PodNodeName indexes pods by spec.nodeName.
 	PodNodeName = "spec.nodeName"
+	// PodUID indexes pods by metadata.uid.
+	PodUID = "metadata.uid"
 	// NodeProviderID indexes nodes by spec.providerID.
 	NodeProviderID = "spec.providerID"
 	// NodeClaimProviderID indexes NodeClaims by status.providerID.
@@ -27,6 +29,11 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return fmt.Errorf("indexing pods by node name: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodUID, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}); err != nil {
+		return fmt.Errorf("indexing pods by uid: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &corev1.Node{}, NodeProviderID, func(o client.Object) []string {
 		return []string{o.(*corev1.Node).Spec.ProviderID}

@@ -23,6 +23,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/state"
 )
 
 // Options tune the lifecycle.
@@ -31,33 +32,39 @@ type Options struct {
 	LaunchTimeout time.Duration
 	// RegistrationTimeout deletes a launched claim whose Node did not register within it.
 	RegistrationTimeout time.Duration
+	// BatchReleaseTimeout bounds how long a ready node waits for the rest of its provisioning batch
+	// before it is released to the kube-scheduler on its own.
+	BatchReleaseTimeout time.Duration
 	// MaxConcurrentReconciles bounds parallel launches.
 	MaxConcurrentReconciles int
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, MaxConcurrentReconciles: 10}
+	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, BatchReleaseTimeout: 30 * time.Second, MaxConcurrentReconciles: 10}
 }
 
 // Controller reconciles NodeClaims.
 type Controller struct {
-	kube     client.Client
-	cloud    cloudprovider.CloudProvider
-	recorder events.EventRecorder
-	clock    clock.PassiveClock
-	opts     Options
+	kube        client.Client
+	nominations *state.Nominations
+	cloud       cloudprovider.CloudProvider
+	recorder    events.EventRecorder
+	clock       clock.PassiveClock
+	opts        Options
 }
 
 // New returns the lifecycle controller.
-func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, opts: opts}
+func New(kube client.Client, cloud cloudprovider.CloudProvider, nominations *state.Nominations, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
+	return &Controller{kube: kube, cloud: cloud, nominations: nominations, recorder: recorder, clock: clk, opts: opts}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile moves one claim along its lifecycle: one spec/metadata patch and one status patch at the end.
@@ -75,7 +82,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var result reconcile.Result
 	var stepErr error
-	for _, step := range []func(context.Context, *v1.NodeClaim) (reconcile.Result, error){c.launch, c.register, c.initialize, c.liveness} {
+	for _, step := range []func(context.Context, *v1.NodeClaim) (reconcile.Result, error){c.launch, c.register, c.release, c.initialize, c.liveness} {
 		r, err := step(ctx, nc)
 		if err != nil {
 			stepErr = err

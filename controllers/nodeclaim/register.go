@@ -3,10 +3,14 @@ package nodeclaim
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -14,6 +18,9 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
 )
+
+// conflictRetry is how soon a node patch that lost an optimistic-lock race is retried.
+const conflictRetry = 100 * time.Millisecond
 
 // nodeFor returns the Node registered with the claim's provider ID, or nil.
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
@@ -30,8 +37,8 @@ func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Nod
 	return &nodes.Items[0], nil
 }
 
-// register syncs the claim's labels and taints onto its Node, lifts the unregistered taint and adds
-// the termination finalizer, then marks the claim Registered.
+// register syncs the claim's labels and taints onto its Node and adds the termination finalizer, then
+// marks the claim Registered. The node stays unschedulable until release.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if !nc.IsTrue(v1.ConditionTypeLaunched) || nc.IsTrue(v1.ConditionTypeRegistered) {
 		return reconcile.Result{}, nil
@@ -54,7 +61,12 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
 	node.Spec.Taints = syncTaints(node.Spec.Taints, nc.Spec.Taints)
 	if !equality.Semantic.DeepEqual(stored, node) {
+		// Optimistic lock: taints are a list a merge patch replaces whole, and the node lifecycle
+		// controller edits them too. A conflict just means another look.
 		if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return reconcile.Result{}, fmt.Errorf("syncing node %s for nodeclaim %s: %w", node.Name, nc.Name, err)
 		}
 	}
@@ -63,14 +75,153 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	return reconcile.Result{}, nil
 }
 
-// syncTaints removes the unregistered taint and adds any claim taint the node lacks.
-func syncTaints(nodeTaints, claimTaints []corev1.Taint) []corev1.Taint {
-	out := make([]corev1.Taint, 0, len(nodeTaints)+len(claimTaints))
-	for _, t := range nodeTaints {
-		if t.Key != v1.UnregisteredTaintKey {
+// release makes registered nodes schedulable, a provisioning batch at a time: once every node of the
+// claim's batch is Ready and free of the node lifecycle controller's not-ready taint, the pods planned
+// for each get status.nominatedNodeName = that node, and only then are the karpenter.sh/unregistered
+// taints lifted, all together. The kube-scheduler tries a pod's nominated node first and holds room
+// there for it, so pods land where the solver put them rather than on whichever node turned
+// schedulable first. (Nominating any earlier does not stick: the scheduler clears the field each time
+// it finds no node for a pod.) A batch whose slowest node is not ready within BatchReleaseTimeout is
+// released node by node.
+func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if !nc.IsTrue(v1.ConditionTypeRegistered) {
+		return reconcile.Result{}, nil
+	}
+	node, err := c.nodeFor(ctx, nc)
+	if err != nil || node == nil || !hasTaint(node, v1.UnregisteredTaintKey) {
+		return reconcile.Result{}, err
+	}
+	if !releasable(node) {
+		return reconcile.Result{}, nil // the Node's next update requeues the claim
+	}
+	batch, waitFor, err := c.batchNodes(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if waitFor > 0 {
+		if left := nc.CreationTimestamp.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); left > 0 {
+			return reconcile.Result{RequeueAfter: min(left, time.Second)}, nil
+		}
+		batch = map[string]*corev1.Node{nc.Name: node}
+	}
+	for claim, n := range batch {
+		if err := c.nominate(ctx, claim, n.Name); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	for _, n := range batch {
+		if !hasTaint(n, v1.UnregisteredTaintKey) {
+			continue
+		}
+		stored := n.DeepCopy()
+		n.Spec.Taints = withoutTaint(n.Spec.Taints, v1.UnregisteredTaintKey)
+		if err := c.kube.Patch(ctx, n, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: conflictRetry}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("lifting the unregistered taint from node %s: %w", n.Name, err)
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// batchNodes returns the nodes of the claim's provisioning batch by claim name, and how many of the
+// batch's live claims have no releasable node yet.
+func (c *Controller) batchNodes(ctx context.Context, nc *v1.NodeClaim) (map[string]*corev1.Node, int, error) {
+	siblings := []v1.NodeClaim{*nc}
+	if batch := nc.Labels[v1.ProvisioningBatchLabelKey]; batch != "" {
+		list := &v1.NodeClaimList{}
+		if err := c.kube.List(ctx, list, client.MatchingLabels{v1.ProvisioningBatchLabelKey: batch}); err != nil {
+			return nil, 0, fmt.Errorf("listing nodeclaims of batch %s: %w", batch, err)
+		}
+		siblings = list.Items
+	}
+	nodes, waiting := map[string]*corev1.Node{}, 0
+	for i := range siblings {
+		s := &siblings[i]
+		if !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		node, err := c.nodeFor(ctx, s)
+		if err != nil {
+			return nil, 0, err
+		}
+		if node == nil || !releasable(node) {
+			waiting++
+			continue
+		}
+		nodes[s.Name] = node
+	}
+	return nodes, waiting, nil
+}
+
+// releasable reports whether a node is ready for pods but for the unregistered taint.
+func releasable(node *corev1.Node) bool {
+	return nodeReady(node) && !hasTaint(node, corev1.TaintNodeNotReady) && !hasTaint(node, corev1.TaintNodeUnreachable)
+}
+
+// nominate points the still-pending pods planned for the claim at its node.
+func (c *Controller) nominate(ctx context.Context, claim, node string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for _, uid := range c.nominations.PodsOf(claim) {
+		g.Go(func() error {
+			pod, err := c.podByUID(gctx, uid)
+			if err != nil || pod == nil || pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == node {
+				return err
+			}
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)))
+			if err := c.kube.Status().Patch(gctx, pod, patch); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodUID: string(uid)}); err != nil {
+		return nil, fmt.Errorf("finding pod %s: %w", uid, err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, nil
+	}
+	return &pods.Items[0], nil
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutTaint(taints []corev1.Taint, key string) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if t.Key != key {
 			out = append(out, t)
 		}
 	}
+	return out
+}
+
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// syncTaints adds any claim taint the node lacks.
+func syncTaints(nodeTaints, claimTaints []corev1.Taint) []corev1.Taint {
+	out := append([]corev1.Taint(nil), nodeTaints...)
 	for _, want := range claimTaints {
 		found := false
 		for _, t := range out {
@@ -109,12 +260,11 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 }
 
 func notInitializedReason(nc *v1.NodeClaim, node *corev1.Node) string {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		ready = ready || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue)
-	}
-	if !ready {
+	if !nodeReady(node) {
 		return "node is not Ready"
+	}
+	if hasTaint(node, v1.UnregisteredTaintKey) {
+		return "node is not released yet (karpenter.sh/unregistered taint)"
 	}
 	for _, st := range nc.Spec.StartupTaints {
 		for _, t := range node.Spec.Taints {

@@ -85,7 +85,13 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 				podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
 			}
 		case provisionable(pod):
-			if claim, ok := p.nominations.ClaimOf(pod.UID); ok && live[claim] {
+			claim, ok := p.nominations.ClaimOf(pod.UID)
+			if !ok && live[pod.Status.NominatedNodeName] {
+				// Nominated before a restart: the pod remembers.
+				claim, ok = pod.Status.NominatedNodeName, true
+				p.nominations.Nominate(claim, pod.UID)
+			}
+			if ok && live[claim] {
 				nominated[claim] = append(nominated[claim], pod)
 				continue
 			}

@@ -55,8 +55,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	plans, blocked := s.cluster.admit(result.NewNodeClaims)
 	var errs []error
+	batch := fmt.Sprintf("%d", start.UnixNano())
 	for i := range plans {
-		if err := p.launch(ctx, s.nodePools[plans[i].NodePool], &plans[i]); err != nil {
+		if err := p.launch(ctx, s.nodePools[plans[i].NodePool], &plans[i], batch); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -79,9 +80,10 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	return nil
 }
 
-// launch creates the NodeClaim a plan describes and nominates its pods to it.
-func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan) error {
+// launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
+func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string) error {
 	nc := nodeClaimFor(np, plan)
+	nc.Labels[v1.ProvisioningBatchLabelKey] = batch
 	if err := p.kube.Create(ctx, nc); err != nil {
 		return fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 	}

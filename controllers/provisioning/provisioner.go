@@ -19,6 +19,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/state"
 )
 
 // Options tune batching.
@@ -57,17 +58,17 @@ type Provisioner struct {
 	opts     Options
 
 	batcher     *batcher
-	nominations *nominations
+	nominations *state.Nominations
 }
 
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
 
 // New returns a provisioner; register it with mgr.Add.
-func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Provisioner {
+func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvider, nominations *state.Nominations, recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Provisioner {
 	return &Provisioner{
 		kube: kube, cache: c, cloud: cloud, recorder: recorder, clock: clk, opts: opts,
 		batcher:     newBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
-		nominations: newNominations(),
+		nominations: nominations,
 	}
 }
 

@@ -151,8 +151,28 @@ func (s *stack) waitRunning(ctx context.Context, want int, labels map[string]str
 			}
 		}
 		return running == want, nil
-	}, func() string { return fmt.Sprintf("%d of %d pods running; %s", running, want, s.describeClaims()) })
+	}, func() string {
+		return fmt.Sprintf("%d of %d pods running; %s\n%s", running, want, describePending(pods.Items), s.describeClaims())
+	})
 	return pods.Items
+}
+
+// describePending summarises up to five pods that are not running, with the scheduler's verdict.
+func describePending(pods []corev1.Pod) string {
+	out, n := "pending pods:", 0
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning || n == 5 {
+			continue
+		}
+		n++
+		out += fmt.Sprintf("\n  %s nominated=%q", p.Name, p.Status.NominatedNodeName)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled {
+				out += fmt.Sprintf(" scheduled=%s: %s", c.Status, c.Message)
+			}
+		}
+	}
+	return out
 }
 
 func (s *stack) claims() []v1.NodeClaim {
@@ -197,6 +217,7 @@ func priceOf(its []*solver.InstanceType, nc v1.NodeClaim) float64 {
 
 // kwokNodePool returns a NodePool with a KWOKNodeClass "default" and the given extra requirements.
 func kwokNodePool(name string, limits corev1.ResourceList, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {
+	reqs = append([]v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}}, reqs...)
 	return &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.NodePoolSpec{
