@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"math"
 	"math/bits"
 	"sort"
 
@@ -60,10 +61,17 @@ func (s *solver) plan(n *node) NodeClaimPlan {
 		price float64
 	}
 	var opts []opt
+	// Types come in minPrice order and a masked price is never below minPrice: once maxOptions are
+	// kept, a type whose minPrice exceeds the dearest kept price cannot make the cut.
+	dearest := 0.0
 	n.options.each(func(i int) bool {
 		t := p.types[i]
+		if len(p.minValues) == 0 && len(opts) >= maxOptions && t.minPrice > dearest {
+			return false
+		}
 		if pr, _ := t.price(n.zoneMask, n.ctMask); pr >= 0 && lessEq(n.used, t.alloc) {
 			opts = append(opts, opt{t, pr})
+			dearest = math.Max(dearest, pr)
 		}
 		return true
 	})

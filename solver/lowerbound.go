@@ -2,18 +2,26 @@ package solver
 
 import (
 	"math"
-	"sort"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
 )
 
-// lowerBound is the LP relaxation of covering the demand placed on new nodes, resource by
-// resource, with fractional counts of every instance type at its cheapest offering:
+// lowerBound bounds from below the cost of the demand placed on new nodes. It starts from the LP
+// relaxation of covering that demand resource by resource with fractional counts of every
+// instance type at its cheapest offering:
 //
-//	minimize Σ price_t·x_t  subject to  Σ alloc_t[r]·x_t ≥ demand[r] for every r,  x ≥ 0.
+//	minimize Σ price_t·x_t  subject to  Σ alloc_t[r]·x_t ≥ demand[r] for every r,  x ≥ 0,
 //
-// Every integral plan is feasible for it, so its optimum bounds the plan's cost from below.
+// whose dual (max demand·w s.t. alloc_t·w ≤ price_t, w ≥ 0) prices each unit of resource; w is
+// read off the primal optimum's basis and scaled into dual feasibility, so demand·w is a valid
+// bound even when the numerics are off. It then tightens the bound with what each pod may use: a pod limited to offerings
+// whose price exceeds the value w gives their capacity (another architecture, a pricier zone its
+// spread or volume pins it to) pays at least that premium. For any w ≥ 0, pricing offering o's
+// capacity at w·price_o/(alloc_o·w) is dual-feasible for the LP where every pod class covers its
+// demand from the offerings it is compatible with, so the sum over classes of
+// (demand_c·w)·min over compatible o of price_o/(alloc_o·w) is a valid bound too; the result is the
+// larger of the two.
 func (s *solver) lowerBound() float64 {
 	demand := s.d.zero()
 	for _, n := range s.open {
@@ -30,52 +38,43 @@ func (s *solver) lowerBound() float64 {
 	if len(rows) == 0 {
 		return 0
 	}
-	type col struct {
-		alloc []float64
-		price float64
-	}
+	// The distinct (allocatable scaled by demand, price) columns.
 	seen := map[string]bool{}
-	var cols []col
+	var cols []lpCol
 	for _, p := range s.pools {
 		for _, t := range p.types {
-			c := col{price: t.minPrice}
-			useful := false
+			c := lpCol{price: t.minPrice}
 			for _, r := range rows {
-				a := math.Max(0, float64(t.alloc[r])) / float64(demand[r])
-				c.alloc = append(c.alloc, a)
-				useful = useful || a > 0
-			}
-			if !useful {
-				continue
+				c.alloc = append(c.alloc, math.Max(0, float64(t.alloc[r]))/float64(demand[r]))
 			}
 			key := fmtKey(c.alloc, c.price)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			cols = append(cols, c)
-		}
-	}
-	if len(cols) == 0 {
-		return 0
-	}
-	sort.SliceStable(cols, func(i, j int) bool { return cols[i].price < cols[j].price })
-	simple := 0.0
-	for i := range rows {
-		best := math.Inf(1)
-		for _, c := range cols {
-			if c.alloc[i] > 0 {
-				best = math.Min(best, c.price/c.alloc[i])
+			if !floats0(c.alloc) && !seen[key] {
+				seen[key] = true
+				cols = append(cols, c)
 			}
 		}
-		if !math.IsInf(best, 1) {
-			simple = math.Max(simple, best)
-		}
 	}
-	m, nv := len(rows), len(cols)
-	// Standard form: [A  -I] [x; slack] = 1 (each row scaled by its demand).
-	a := mat.NewDense(m, nv+m, nil)
-	c := make([]float64, nv+m)
+	w := s.resourcePrices(rows, demand, cols)
+	global := 0.0
+	for r, v := range demand {
+		global += float64(v) * w[r]
+	}
+	return math.Max(global, s.classBound(w))
+}
+
+type lpCol struct {
+	alloc []float64
+	price float64
+}
+
+// resourcePrices returns per-resource prices w ≥ 0 with alloc_t·w ≤ price_t for every type: the
+// dual of the covering LP, read off the primal optimum's basis (m×m solve), scaled down if needed so
+// it stays feasible whatever the numerics.
+func (s *solver) resourcePrices(rows []int, demand resVec, cols []lpCol) []float64 {
+	m, n := len(rows), len(cols)
+	w := make([]float64, len(demand))
+	a := mat.NewDense(m, n+m, nil)
+	c := make([]float64, n+m)
 	for j, col := range cols {
 		c[j] = col.price
 		for i := range rows {
@@ -83,17 +82,153 @@ func (s *solver) lowerBound() float64 {
 		}
 	}
 	for i := 0; i < m; i++ {
-		a.Set(i, nv+i, -1)
+		a.Set(i, n+i, -1)
 	}
 	b := make([]float64, m)
 	for i := range b {
 		b[i] = 1
 	}
-	opt, _, err := lp.Simplex(c, a, b, 1e-10, nil)
-	if err != nil || math.IsNaN(opt) || opt < simple {
-		return simple
+	scaled := make([]float64, m)
+	if _, x, err := lp.Simplex(c, a, b, 1e-10, nil); err == nil {
+		var basis []int
+		for j := range x {
+			if x[j] > 1e-9 {
+				basis = append(basis, j)
+			}
+		}
+		if len(basis) == m {
+			bt := mat.NewDense(m, m, nil)
+			cb := mat.NewVecDense(m, nil)
+			for k, j := range basis {
+				for i := 0; i < m; i++ {
+					bt.Set(k, i, a.At(i, j))
+				}
+				cb.SetVec(k, c[j])
+			}
+			var sol mat.VecDense
+			if err := sol.SolveVec(bt, cb); err == nil {
+				for i := 0; i < m; i++ {
+					scaled[i] = math.Max(0, sol.AtVec(i))
+				}
+			}
+		}
 	}
-	return opt
+	if floats0(scaled) {
+		// Fallback: price each resource at its cheapest rate, split evenly.
+		for i := range rows {
+			best := math.Inf(1)
+			for _, col := range cols {
+				if col.alloc[i] > 0 {
+					best = math.Min(best, col.price/col.alloc[i])
+				}
+			}
+			if !math.IsInf(best, 1) {
+				scaled[i] = best / float64(m)
+			}
+		}
+	}
+	// Scale into feasibility: alloc·w ≤ price for every column.
+	factor := 1.0
+	for _, col := range cols {
+		v := 0.0
+		for i := range rows {
+			v += col.alloc[i] * scaled[i]
+		}
+		if v > 0 {
+			factor = math.Min(factor, col.price/v)
+		}
+	}
+	for i, r := range rows {
+		w[r] = scaled[i] * factor / float64(demand[r])
+	}
+	return w
+}
+
+func floats0(v []float64) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// classBound is the per-class tightening described on lowerBound.
+func (s *solver) classBound(w []float64) float64 {
+	value := func(v resVec) float64 {
+		x := 0.0
+		for r, q := range v {
+			x += float64(q) * w[r]
+		}
+		return x
+	}
+	type key struct {
+		c    *class
+		zone int
+	}
+	demand := map[key]resVec{}
+	var order []key
+	for _, n := range s.open {
+		for i, c := range n.cls {
+			k := key{c, -1}
+			if len(c.volZones) > 0 || s.effAt(c, len(c.steps)).zoneCons {
+				k.zone = n.zone
+			}
+			d, ok := demand[k]
+			if !ok {
+				d = s.d.zero()
+				order = append(order, k)
+			}
+			d.add(n.cls[i].req)
+			demand[k] = d
+		}
+	}
+	ratios := map[string]float64{}
+	total := 0.0
+	for _, k := range order {
+		e := s.effAt(k.c, len(k.c.steps))
+		sig := ""
+		for _, a := range e.alts {
+			sig += a.sig + "||"
+		}
+		rk := sig + "@" + string(rune('A'+k.zone+1))
+		for _, t := range k.c.tols {
+			rk += "|" + t.Key + "=" + t.Value + ":" + string(t.Effect) + string(t.Operator)
+		}
+		ratio, ok := ratios[rk]
+		if !ok {
+			ratio = math.Inf(1)
+			for _, p := range s.pools {
+				if _, bad := untolerated(k.c.tols, p.taints); bad {
+					continue
+				}
+				for _, a := range e.alts {
+					if a.conflict != "" {
+						continue
+					}
+					zm := p.zoneMask & a.zoneMask
+					if k.zone >= 0 {
+						zm &= 1 << uint(k.zone)
+					}
+					cm := p.ctMask & a.ctMask
+					s.compat(p, a).each(func(i int) bool {
+						t := p.types[i]
+						pr, _ := t.price(zm, cm)
+						if v := value(t.alloc); pr >= 0 && v > 0 {
+							ratio = math.Min(ratio, pr/v)
+						}
+						return true
+					})
+				}
+			}
+			ratios[rk] = ratio
+		}
+		if math.IsInf(ratio, 1) {
+			return 0
+		}
+		total += ratio * value(demand[k])
+	}
+	return total
 }
 
 func fmtKey(v []float64, price float64) string {

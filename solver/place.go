@@ -2,6 +2,7 @@ package solver
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"strings"
 
@@ -36,6 +37,14 @@ type attempt struct {
 	perm  bool
 	stage int
 	msg   string
+	te    topoErr
+}
+
+func (a attempt) text() string {
+	if a.msg != "" {
+		return a.msg
+	}
+	return a.te.String()
 }
 
 const maxRounds = 6
@@ -128,26 +137,57 @@ func (s *solver) placeSome(c *class, e *eff, maxK int) int {
 		if c.curNew < s.firstLive {
 			c.curNew = s.firstLive
 		}
-		for pass := 0; pass < 2; pass++ {
-			for i := c.curNew; i < len(s.open); i++ {
-				n := s.open[i]
-				if n.dead {
-					if i == c.curNew {
-						c.curNew++
-					}
-					continue
-				}
-				at := s.tryNew(c, e, a, n, maxK, pass == 0)
-				if at.k > 0 {
-					return at.k
-				}
-				if at.perm && i == c.curNew {
+		for i := c.curNew; i < len(s.open); i++ {
+			n := s.open[i]
+			if n.dead {
+				if i == c.curNew {
 					c.curNew++
 				}
+				continue
+			}
+			at := s.tryNew(c, e, a, n, maxK, true)
+			if at.k > 0 {
+				return at.k
+			}
+			if at.perm && i == c.curNew {
+				c.curNew++
+			}
+		}
+		// Growing a node: take the first one whose grown type carries no zone or capacity-type
+		// premium; otherwise a fresh node when the pod could go anywhere, else the least premium.
+		var best *move
+		bestPrem := 0.0
+		for i := c.curNew; i < len(s.open); i++ {
+			n := s.open[i]
+			if n.dead {
+				continue
+			}
+			mv, _ := s.prepareNew(c, e, a, n, maxK, false)
+			if mv == nil {
+				continue
+			}
+			prem := s.premium(c, mv)
+			if prem <= 1+1e-9 {
+				best, bestPrem = mv, prem
+				break
+			}
+			if best == nil || prem < bestPrem {
+				best, bestPrem = mv, prem
+			}
+		}
+		free := !e.zoneCons && !c.zoneRelevant && a.zoneMask == ^uint64(0) && a.ctMask == ^uint64(0)
+		if best != nil && (bestPrem <= 1+1e-9 || !free) {
+			if at := s.commitMove(c, best); at.k > 0 {
+				return at.k
 			}
 		}
 		if k := s.createNode(c, e, a, maxK); k > 0 {
 			return k
+		}
+		if best != nil && bestPrem > 1+1e-9 && free {
+			if at := s.commitMove(c, best); at.k > 0 {
+				return at.k
+			}
 		}
 	}
 	return 0
@@ -156,7 +196,7 @@ func (s *solver) placeSome(c *class, e *eff, maxK int) int {
 func existingMsg(at attempt) string {
 	switch {
 	case at.stage == stageTopology:
-		return at.msg
+		return at.text()
 	case at.stage == stageTaint && at.msg != "":
 		return "no NodePool, and the existing nodes have untolerated " + at.msg
 	case at.stage == stageReqs:
@@ -205,8 +245,8 @@ func (s *solver) tryExisting(c *class, e *eff, a *alt, n *node, maxK int) attemp
 	if len(c.ports) > 0 && !portsFree(n.ports, c.ports) {
 		return attempt{perm: true, stage: stageResources, msg: "host port conflict"}
 	}
-	if ok, perm, msg := s.topoCheck(c, e, n.id, n.zone); !ok {
-		return attempt{perm: perm, stage: stageTopology, msg: msg}
+	if ok, perm, te := s.topoCheck(c, e, n.id, n.zone); !ok {
+		return attempt{perm: perm, stage: stageTopology, te: te}
 	}
 	k := 1
 	if e.batchable {
@@ -260,45 +300,101 @@ func (s *solver) compat(p *pool, a *alt) bitset {
 	return b
 }
 
+// move is a checked placement on a planned node, ready to commit.
+type move struct {
+	n       *node
+	k       int
+	cand    bitset
+	newReqs reqSet
+	zm, cm  uint64
+	zone    int
+}
+
 func (s *solver) tryNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool) attempt {
+	mv, at := s.prepareNew(c, e, a, n, maxK, strict)
+	if mv == nil {
+		return at
+	}
+	return s.commitMove(c, mv)
+}
+
+func (s *solver) commitMove(c *class, mv *move) attempt {
+	for k := mv.k; k > 0; k = k / 2 {
+		if ok, stage, msg := s.commitNew(c, mv.n, k, mv.cand, mv.newReqs, mv.zm, mv.cm, mv.zone); ok {
+			return attempt{k: k}
+		} else if k == 1 {
+			return attempt{perm: true, stage: stage, msg: msg}
+		}
+	}
+	return attempt{perm: true}
+}
+
+// premium is how much more than its cheapest price anywhere the type a move grows the node into
+// costs under the node's zone and capacity-type masks (1 = no premium).
+func (s *solver) premium(c *class, mv *move) float64 {
+	p := mv.n.pool
+	used := mv.n.used.clone()
+	for i := 0; i < mv.k; i++ {
+		used.add(c.req)
+	}
+	prem := 0.0
+	mv.cand.each(func(i int) bool {
+		t := p.types[i]
+		if !lessEq(used, t.alloc) {
+			return true
+		}
+		if pr, _ := t.price(mv.zm, mv.cm); pr >= 0 && t.minPrice > 0 {
+			prem = pr / t.minPrice
+			return false
+		}
+		return true
+	})
+	if prem == 0 {
+		return 1e9
+	}
+	return prem
+}
+
+// prepareNew checks a placement of up to maxK pods of c on planned node n without changing state.
+func (s *solver) prepareNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool) (*move, attempt) {
 	p := n.pool
 	if t, bad := untolerated(c.tols, p.taints); bad {
-		return attempt{perm: true, stage: stageTaint, msg: "taint " + t.ToString()}
+		return nil, attempt{perm: true, stage: stageTaint, msg: "taint " + t.ToString()}
 	}
 	if e.avoidPrefer {
 		if _, bad := untolerated(c.tols, p.preferTaints); bad {
-			return attempt{perm: true, stage: stageTaint}
+			return nil, attempt{perm: true, stage: stageTaint}
 		}
 	}
 	if strict {
 		if n.cheap < 0 || !fitsIn(n.used, c.req, p.types[n.cheap].alloc) {
-			return attempt{}
+			return nil, attempt{}
 		}
 	} else if !fitsIn(n.used, c.req, n.maxAlloc) {
-		return attempt{perm: true, stage: stageResources}
+		return nil, attempt{perm: true, stage: stageResources}
 	}
 	if len(c.ports) > 0 && !portsFree(n.ports, c.ports) {
-		return attempt{perm: true, stage: stageResources}
+		return nil, attempt{perm: true, stage: stageResources}
 	}
-	if ok, perm, msg := s.topoHost(c, e, n.id); !ok {
-		return attempt{perm: perm, stage: stageTopology, msg: msg}
+	if ok, perm, te := s.topoHost(c, e, n.id); !ok {
+		return nil, attempt{perm: perm, stage: stageTopology, te: te}
 	}
 	zone := n.zone
 	if zone >= 0 {
-		if ok, perm, msg := s.topoZone(c, e, zone); !ok {
-			return attempt{perm: perm, stage: stageTopology, msg: msg}
+		if ok, perm, te := s.topoZone(c, e, zone); !ok {
+			return nil, attempt{perm: perm, stage: stageTopology, te: te}
 		}
 	}
 	newReqs := n.reqs
 	cand := n.options
 	zm, cm := n.zoneMask&a.zoneMask, n.ctMask&a.ctMask
 	if zm == 0 || cm == 0 {
-		return attempt{perm: true, stage: stageReqs}
+		return nil, attempt{perm: true, stage: stageReqs}
 	}
 	if len(a.reqs) > 0 {
 		newReqs = n.reqs.and(a.reqs)
 		if newReqs.conflict() != "" {
-			return attempt{perm: true, stage: stageReqs}
+			return nil, attempt{perm: true, stage: stageReqs}
 		}
 		cand = cand.and(s.compat(p, a))
 	}
@@ -308,22 +404,34 @@ func (s *solver) tryNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool
 		cacheable = false
 	}
 	if len(a.reqs) > 0 && cand.empty() {
-		return attempt{perm: true, stage: stageReqs}
+		return nil, attempt{perm: true, stage: stageReqs}
 	}
 	holds := func(t *itype) bool { return fitsIn(n.used, c.req, t.alloc) }
 	if zone < 0 && bits.OnesCount64(zm) == 1 {
 		zone = bits.TrailingZeros64(zm)
-		if ok, perm, msg := s.topoZone(c, e, zone); !ok {
-			return attempt{perm: perm, stage: stageTopology, msg: msg}
+		if ok, perm, te := s.topoZone(c, e, zone); !ok {
+			return nil, attempt{perm: perm, stage: stageTopology, te: te}
 		}
 	}
 	if zone < 0 && (e.zoneCons || c.zoneRelevant) {
 		offered, prices := s.zoneInfo(n, cand, zm, cm, cacheable)
+		if len(n.pods) > 0 {
+			// Pinning a node that already holds pods must not move them to a pricier zone.
+			cheapest := math.Inf(1)
+			for u := offered; u != 0; u &= u - 1 {
+				cheapest = math.Min(cheapest, prices[bits.TrailingZeros64(u)])
+			}
+			for u := offered; u != 0; u &= u - 1 {
+				if z := bits.TrailingZeros64(u); prices[z] > cheapest*(1+1e-9) {
+					offered &^= 1 << uint(z)
+				}
+			}
+		}
 		var last attempt
 		chosen := -1
 		for _, z := range s.zoneOrder(c, e, offered, func(z int) float64 { return prices[z] }) {
-			if ok, _, msg := s.topoZone(c, e, z); !ok {
-				last = attempt{stage: stageTopology, msg: msg}
+			if ok, _, te := s.topoZone(c, e, z); !ok {
+				last = attempt{stage: stageTopology, te: te}
 				continue
 			}
 			zb := uint64(1) << uint(z)
@@ -349,7 +457,7 @@ func (s *solver) tryNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool
 			if last.stage == 0 {
 				last.stage = stageResources
 			}
-			return last
+			return nil, last
 		}
 		zone, zm = chosen, 1<<uint(chosen)
 		cand = s.filter(cand, func(t *itype) bool { return t.zonesFor(zm, cm) != 0 }, p.types)
@@ -358,7 +466,7 @@ func (s *solver) tryNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool
 	if strict {
 		t := p.types[n.cheap]
 		if !cand.has(n.cheap) || t.zonesFor(zm, cm) == 0 {
-			return attempt{}
+			return nil, attempt{}
 		}
 		if e.batchable {
 			k = fitCount(n.used, c.req, t.alloc, maxK)
@@ -380,18 +488,11 @@ func (s *solver) tryNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool
 			return best < maxK
 		})
 		if best == 0 {
-			return attempt{perm: true, stage: stageResources}
+			return nil, attempt{perm: true, stage: stageResources}
 		}
 		k = best
 	}
-	for ; k > 0; k = k / 2 {
-		if ok, stage, msg := s.commitNew(c, n, k, cand, newReqs, zm, cm, zone); ok {
-			return attempt{k: k}
-		} else if k == 1 {
-			return attempt{perm: true, stage: stage, msg: msg}
-		}
-	}
-	return attempt{perm: true}
+	return &move{n: n, k: k, cand: cand, newReqs: newReqs, zm: zm, cm: cm, zone: zone}, attempt{}
 }
 
 // zoneInfo returns the zones the candidate types offer and the cheapest price in each; it is
@@ -609,7 +710,7 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 			s.open = append(s.open, n)
 			return at.k
 		}
-		msg := at.msg
+		msg := at.text()
 		if msg == "" {
 			msg = fmt.Sprintf("no instance type in NodePool %s can take the pod with its constraints", p.name)
 		}

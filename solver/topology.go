@@ -28,6 +28,7 @@ type group struct {
 	zoneOwn  []int32 // pods owning a required anti-affinity term with this group, per zone
 	nodeOwn  []int32
 	owned    bool
+	desc     string
 }
 
 func (g *group) matches(ns string, l labels.Set) bool {
@@ -78,11 +79,14 @@ func (g *group) addOwner(n *node, k int32) {
 }
 
 func (g *group) describe() string {
-	key := v1.LabelTopologyZone
-	if g.hostname {
-		key = v1.LabelHostname
+	if g.desc == "" {
+		key := v1.LabelTopologyZone
+		if g.hostname {
+			key = v1.LabelHostname
+		}
+		g.desc = fmt.Sprintf("%s, selector %q", key, g.sel.String())
 	}
-	return fmt.Sprintf("%s, selector %q", key, g.sel.String())
+	return g.desc
 }
 
 type spreadRef struct {
@@ -278,17 +282,38 @@ func minZoneCount(g *group, universe uint64) int32 {
 	return min
 }
 
+// topoErr is a topology failure; its message is only rendered when a reason is reported.
+type topoErr struct {
+	format string
+	args   []any
+}
+
+func (t topoErr) String() string {
+	if t.format == "" {
+		return ""
+	}
+	args := make([]any, len(t.args))
+	for i, a := range t.args {
+		if g, ok := a.(*group); ok {
+			args[i] = g.describe()
+		} else {
+			args[i] = a
+		}
+	}
+	return fmt.Sprintf(t.format, args...)
+}
+
 // topoCheck evaluates spread, affinity and anti-affinity for placing one pod of c in the domain
 // (node id, zone). permanent means no later state can make it pass for this class.
-func (s *solver) topoCheck(c *class, e *eff, id, zone int) (ok, permanent bool, msg string) {
-	if ok, perm, msg := s.topoHost(c, e, id); !ok {
-		return false, perm, msg
+func (s *solver) topoCheck(c *class, e *eff, id, zone int) (ok, permanent bool, te topoErr) {
+	if ok, perm, te := s.topoHost(c, e, id); !ok {
+		return false, perm, te
 	}
 	return s.topoZone(c, e, zone)
 }
 
 // topoHost is the hostname half of topoCheck.
-func (s *solver) topoHost(c *class, e *eff, id int) (ok, permanent bool, msg string) {
+func (s *solver) topoHost(c *class, e *eff, id int) (ok, permanent bool, te topoErr) {
 	for _, sp := range e.spreads {
 		if !sp.g.hostname {
 			continue
@@ -298,7 +323,7 @@ func (s *solver) topoHost(c *class, e *eff, id int) (ok, permanent bool, msg str
 			self = 1
 		}
 		if sp.g.nodeCount(id)+self > sp.maxSkew {
-			return false, true, fmt.Sprintf("topology spread (%s, maxSkew=%d) would be violated on every candidate node", sp.g.describe(), sp.maxSkew)
+			return false, true, topoErr{format: "topology spread (%s, maxSkew=%d) would be violated on every candidate node", args: []any{sp.g, sp.maxSkew}}
 		}
 	}
 	for _, t := range e.aff {
@@ -307,28 +332,28 @@ func (s *solver) topoHost(c *class, e *eff, id int) (ok, permanent bool, msg str
 		}
 		if t.g.nodeCount(id) == 0 {
 			if t.g.total == 0 {
-				return false, false, fmt.Sprintf("pod affinity (%s): no pod matches the selector", t.g.describe())
+				return false, false, topoErr{format: "pod affinity (%s): no pod matches the selector", args: []any{t.g}}
 			}
-			return false, false, fmt.Sprintf("pod affinity (%s): no node with matching pods can take it", t.g.describe())
+			return false, false, topoErr{format: "pod affinity (%s): no node with matching pods can take it", args: []any{t.g}}
 		}
 	}
 	for _, t := range e.anti {
 		if t.g.hostname && t.g.nodeCount(id) > 0 {
-			return false, true, fmt.Sprintf("pod anti-affinity (%s): every candidate node has a matching pod", t.g.describe())
+			return false, true, topoErr{format: "pod anti-affinity (%s): every candidate node has a matching pod", args: []any{t.g}}
 		}
 	}
 	for _, g := range c.repelledBy {
 		if g.hostname && g.nodeOwners(id) > 0 {
-			return false, true, fmt.Sprintf("anti-affinity of other pods (%s) excludes it from every candidate node", g.describe())
+			return false, true, topoErr{format: "anti-affinity of other pods (%s) excludes it from every candidate node", args: []any{g}}
 		}
 	}
-	return true, false, ""
+	return true, false, topoErr{}
 }
 
 // topoZone is the zone half of topoCheck; zone -1 means the node has no zone.
-func (s *solver) topoZone(c *class, e *eff, zone int) (ok, permanent bool, msg string) {
+func (s *solver) topoZone(c *class, e *eff, zone int) (ok, permanent bool, te topoErr) {
 	if !e.zoneCons && len(c.repelledBy) == 0 {
-		return true, false, ""
+		return true, false, topoErr{}
 	}
 	for _, sp := range e.spreads {
 		if sp.g.hostname {
@@ -339,7 +364,7 @@ func (s *solver) topoZone(c *class, e *eff, zone int) (ok, permanent bool, msg s
 			self = 1
 		}
 		if zone < 0 {
-			return false, true, fmt.Sprintf("topology spread (%s) needs a node with a zone", sp.g.describe())
+			return false, true, topoErr{format: "topology spread (%s) needs a node with a zone", args: []any{sp.g}}
 		}
 		u := s.zoneUniverse(c)
 		min := minZoneCount(sp.g, u)
@@ -347,7 +372,7 @@ func (s *solver) topoZone(c *class, e *eff, zone int) (ok, permanent bool, msg s
 			min = 0
 		}
 		if sp.g.zoneCnt[zone]+self-min > sp.maxSkew {
-			return false, false, fmt.Sprintf("topology spread (%s, maxSkew=%d) cannot be kept in any zone", sp.g.describe(), sp.maxSkew)
+			return false, false, topoErr{format: "topology spread (%s, maxSkew=%d) cannot be kept in any zone", args: []any{sp.g, sp.maxSkew}}
 		}
 	}
 	for _, t := range e.aff {
@@ -356,22 +381,22 @@ func (s *solver) topoZone(c *class, e *eff, zone int) (ok, permanent bool, msg s
 		}
 		if zone < 0 || t.g.zoneCnt[zone] == 0 {
 			if t.g.total == 0 {
-				return false, false, fmt.Sprintf("pod affinity (%s): no pod matches the selector", t.g.describe())
+				return false, false, topoErr{format: "pod affinity (%s): no pod matches the selector", args: []any{t.g}}
 			}
-			return false, false, fmt.Sprintf("pod affinity (%s): no zone with matching pods can take it", t.g.describe())
+			return false, false, topoErr{format: "pod affinity (%s): no zone with matching pods can take it", args: []any{t.g}}
 		}
 	}
 	for _, t := range e.anti {
 		if !t.g.hostname && zone >= 0 && t.g.zoneCnt[zone] > 0 {
-			return false, true, fmt.Sprintf("pod anti-affinity (%s): every zone has a matching pod", t.g.describe())
+			return false, true, topoErr{format: "pod anti-affinity (%s): every zone has a matching pod", args: []any{t.g}}
 		}
 	}
 	for _, g := range c.repelledBy {
 		if !g.hostname && zone >= 0 && g.zoneOwn[zone] > 0 {
-			return false, true, fmt.Sprintf("anti-affinity of other pods (%s) excludes it from every zone", g.describe())
+			return false, true, topoErr{format: "anti-affinity of other pods (%s) excludes it from every zone", args: []any{g}}
 		}
 	}
-	return true, false, ""
+	return true, false, topoErr{}
 }
 
 // zoneOrder lists the zones of mask in preference order for class c: least loaded spread
