@@ -5,49 +5,66 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/webhooks/policy"
 )
 
-// ClusterLimitsFunc returns the ceiling on all Joist nodes together (resources and node count) and
-// the policy that set it; nil limits and maxNodes mean no ceiling.
-type ClusterLimitsFunc func(ctx context.Context) (limits corev1.ResourceList, maxNodes *int64, source string, err error)
+// +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 
-// clusterHeadroom is what the cluster-wide limits leave for new nodes.
-type clusterHeadroom struct {
-	resources corev1.ResourceList // nil: unlimited
-	nodes     *int64              // nil: unlimited
-	source    string
-	limits    corev1.ResourceList
-	maxNodes  *int64
-}
-
-func (p *Provisioner) clusterHeadroom(ctx context.Context, claims []v1.NodeClaim) (clusterHeadroom, error) {
-	if p.opts.ClusterLimits == nil {
-		return clusterHeadroom{}, nil
+// clusterHeadroom is what the Guardrails' clusterLimits leave for new nodes, given the capacity of
+// every live NodeClaim (launched capacity, or requests before launch).
+func (p *Provisioner) clusterHeadroom(ctx context.Context, claims []v1.NodeClaim) (policy.Headroom, error) {
+	guardrails := &policyv1alpha1.GuardrailList{}
+	if err := p.kube.List(ctx, guardrails); err != nil {
+		if meta.IsNoMatchError(err) {
+			return policy.Headroom{}, nil // Guardrail CRD not installed: no ceiling
+		}
+		return policy.Headroom{}, fmt.Errorf("listing guardrails: %w", err)
 	}
-	limits, maxNodes, source, err := p.opts.ClusterLimits(ctx)
-	if err != nil {
-		return clusterHeadroom{}, fmt.Errorf("reading cluster limits: %w", err)
-	}
-	h := clusterHeadroom{source: source, limits: limits, maxNodes: maxNodes}
-	if len(limits) > 0 {
-		h.resources = corev1.ResourceList{}
-		for name, limit := range limits {
-			left := limit.DeepCopy()
-			for i := range claims {
-				used, ok := claims[i].Status.Capacity[name]
-				if !ok {
-					used = claims[i].Spec.Resources.Requests[name]
-				}
-				left.Sub(used)
-			}
-			h.resources[name] = left
+	inUse := corev1.ResourceList{}
+	var nodes int64
+	for i := range claims {
+		nc := &claims[i]
+		if !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		nodes++
+		capacity := nc.Status.Capacity
+		if len(capacity) == 0 {
+			capacity = nc.Spec.Resources.Requests
+		}
+		for name, q := range capacity {
+			sum := inUse[name]
+			sum.Add(q)
+			inUse[name] = sum
 		}
 	}
-	if maxNodes != nil {
-		left := *maxNodes - int64(len(claims))
-		h.nodes = &left
+	return policy.ClusterLimitHeadroom(guardrails.Items, inUse, nodes), nil
+}
+
+// blockedPlan is a planned node the cluster-wide limits do not allow.
+type blockedPlan struct {
+	plan   solver.NodeClaimPlan
+	reason string
+}
+
+// admitPlans keeps plans, in the solver's order, while they fit the cluster-wide headroom; a batch
+// shares one budget.
+func admitPlans(h policy.Headroom, plans []solver.NodeClaimPlan) (admitted []solver.NodeClaimPlan, blocked []blockedPlan) {
+	if !h.Limited() {
+		return plans, nil
 	}
-	return h, nil
+	for _, plan := range plans {
+		if ok, reason := h.Fits(plan.InstanceType.Capacity); !ok {
+			blocked = append(blocked, blockedPlan{plan: plan, reason: reason})
+			continue
+		}
+		h.Subtract(plan.InstanceType.Capacity)
+		admitted = append(admitted, plan)
+	}
+	return admitted, blocked
 }

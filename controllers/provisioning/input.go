@@ -12,6 +12,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/webhooks/policy"
 )
 
 // snapshot is one solver input plus what the provisioner needs to act on the result.
@@ -20,7 +21,7 @@ type snapshot struct {
 	nodePools map[string]*v1.NodePool
 	// pending are the pods handed to the solver (provisionable and not nominated to live capacity).
 	pending []*corev1.Pod
-	cluster clusterHeadroom
+	cluster policy.Headroom
 }
 
 // snapshot reads the cluster from the informer cache and builds the solver's input.
@@ -57,7 +58,7 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 	if s.cluster, err = p.clusterHeadroom(ctx, claims.Items); err != nil {
 		return nil, err
 	}
-	headroom := s.cluster.resources
+	headroom := s.cluster.Remaining
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if !np.DeletionTimestamp.IsZero() || !np.IsTrue(v1.ConditionTypeReady) {

@@ -1,8 +1,6 @@
 package provisioning
 
 import (
-	"sort"
-
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -22,9 +20,4 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(nodeClaimsCreated, schedulingDuration)
-}
-
-func sortedStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

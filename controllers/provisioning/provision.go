@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +52,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			}
 		}
 	}
-	plans, blocked := s.cluster.admit(result.NewNodeClaims)
+	plans, blocked := admitPlans(s.cluster, result.NewNodeClaims)
 	var errs []error
 	batch := fmt.Sprintf("%d", start.UnixNano())
 	for i := range plans {
@@ -63,7 +62,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	for _, b := range blocked {
 		for _, pod := range b.plan.Pods {
-			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", b.reason)
+			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", b.reason)
 		}
 	}
 	for _, u := range result.Unschedulable {
@@ -145,46 +144,4 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// blockedPlan is a planned node the cluster-wide limits do not allow.
-type blockedPlan struct {
-	plan   solver.NodeClaimPlan
-	reason string
-}
-
-// admit keeps plans, in the solver's order, while they fit the cluster-wide headroom.
-func (h clusterHeadroom) admit(plans []solver.NodeClaimPlan) (admitted []solver.NodeClaimPlan, blocked []blockedPlan) {
-	if h.resources == nil && h.nodes == nil {
-		return plans, nil
-	}
-	left := h.resources.DeepCopy()
-	nodes := int64(0)
-	for _, plan := range plans {
-		if h.nodes != nil && nodes+1 > *h.nodes {
-			blocked = append(blocked, blockedPlan{plan, fmt.Sprintf("%s: launching would exceed clusterLimits.nodes=%d across all NodePools", h.source, *h.maxNodes)})
-			continue
-		}
-		capacity := plan.InstanceType.Capacity
-		var over []string
-		for name, q := range left {
-			if c, ok := capacity[name]; ok && c.Cmp(q) > 0 {
-				limit := h.limits[name]
-				over = append(over, fmt.Sprintf("clusterLimits.%s=%s", name, limit.String()))
-			}
-		}
-		if len(over) > 0 {
-			blocked = append(blocked, blockedPlan{plan, fmt.Sprintf("%s: launching %s would exceed %s across all NodePools",
-				h.source, plan.InstanceType.Name, strings.Join(sortedStrings(over), ", "))})
-			continue
-		}
-		for name := range left {
-			q := left[name]
-			q.Sub(capacity[name])
-			left[name] = q
-		}
-		nodes++
-		admitted = append(admitted, plan)
-	}
-	return admitted, blocked
 }

@@ -33,8 +33,6 @@ type Options struct {
 	// NominationTTL is how long after its NodeClaim initialized a pod's nomination still counts; a
 	// pod still pending then is re-planned.
 	NominationTTL time.Duration
-	// ClusterLimits, when set, caps the capacity of all Joist nodes together (Guardrail clusterLimits).
-	ClusterLimits ClusterLimitsFunc
 }
 
 // DefaultOptions returns the documented defaults.

@@ -49,9 +49,6 @@ type stack struct {
 func newStack(t *testing.T, cloud kwok.Options) *stack {
 	t.Helper()
 	scheme := env.DefaultScheme()
-	if err := kwokv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	e := env.New(t, env.Options{Scheduler: true, ControllerManager: true, KWOK: true, Scheme: scheme})
 	e.Config.QPS, e.Config.Burst = 1000, 2000
 	kube, err := client.New(e.Config, client.Options{Scheme: scheme})

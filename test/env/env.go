@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 )
 
@@ -53,11 +55,13 @@ type Env struct {
 	procs   []*process
 }
 
-// DefaultScheme is client-go's scheme plus karpenter.sh/v1.
+// DefaultScheme is client-go's scheme plus every Joist API group.
 func DefaultScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
 	_ = v1.AddToScheme(s)
+	_ = kwokv1alpha1.AddToScheme(s)
+	_ = policyv1alpha1.AddToScheme(s)
 	return s
 }
 

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/cloudprovider/kwok"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/catalog"
+)
+
+// cloudFlags select and configure the cloud provider.
+type cloudFlags struct {
+	provider    string
+	catalogPath string
+	errorRate   float64
+	soldOut     string
+	seed        int64
+}
+
+func (c *cloudFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.provider, "cloud-provider", "kwok", "Cloud provider: kwok (simulated nodes run by a KWOK process).")
+	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog).")
+	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
+	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
+	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
+}
+
+func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, error) {
+	if c.provider != "kwok" {
+		return nil, fmt.Errorf("--cloud-provider=%q is not supported: use kwok", c.provider)
+	}
+	if c.errorRate < 0 || c.errorRate > 1 {
+		return nil, fmt.Errorf("--kwok-error-rate must be between 0 and 1, got %v", c.errorRate)
+	}
+	its := catalog.Default()
+	if c.catalogPath != "" {
+		data, err := os.ReadFile(c.catalogPath)
+		if err != nil {
+			return nil, fmt.Errorf("reading --catalog: %w", err)
+		}
+		if its, err = catalog.Parse(data); err != nil {
+			return nil, fmt.Errorf("parsing --catalog %s: %w", c.catalogPath, err)
+		}
+	}
+	soldOut, err := parseOfferings(c.soldOut, its)
+	if err != nil {
+		return nil, err
+	}
+	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
+	return kwok.New(kube, unavailable, kwok.Options{
+		InstanceTypes: its, ErrorRate: c.errorRate, UnavailableOfferings: soldOut, Seed: c.seed,
+	}), nil
+}
+
+// parseOfferings reads "type:zone:capacityType,…", checking each names a catalog offering.
+func parseOfferings(s string, its []*solver.InstanceType) ([]cloudprovider.UnavailableOffering, error) {
+	if s == "" {
+		return nil, nil
+	}
+	known := map[cloudprovider.UnavailableOffering]bool{}
+	for _, it := range its {
+		for _, o := range it.Offerings {
+			known[cloudprovider.UnavailableOffering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] = true
+		}
+	}
+	var out []cloudprovider.UnavailableOffering
+	for _, item := range strings.Split(s, ",") {
+		parts := strings.Split(strings.TrimSpace(item), ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("--kwok-sold-out-offerings: %q is not instanceType:zone:capacityType", item)
+		}
+		o := cloudprovider.UnavailableOffering{InstanceType: parts[0], Zone: parts[1], CapacityType: parts[2]}
+		if !known[o] {
+			return nil, fmt.Errorf("--kwok-sold-out-offerings: %q is not an offering of the catalog", item)
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
