@@ -1,0 +1,127 @@
+// Command upstream runs Joist's solver and upstream Karpenter's scheduler (sigs.k8s.io/karpenter)
+// side by side on the same generated inputs (solver/benchdata) and prints one row per shape and
+// size: pods/s, nodes and $/h for both, and the ratios. It is its own Go module so that Joist's
+// go.mod never depends on Karpenter. Run it with `make bench-upstream`.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/karpenter/pkg/operator/logging"
+
+	"github.com/joist-dev/joist/solver/benchdata"
+)
+
+func main() {
+	log.SetLogger(logging.NopLogger)
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+type row struct {
+	shape    benchdata.Shape
+	pods     int
+	joist    outcome
+	upstream outcome
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
+	shapes := fs.String("shapes", "diverse,uniform,mixed", "comma-separated shapes: "+joinShapes())
+	sizes := fs.String("sizes", "1000,5000,20000", "comma-separated pod counts")
+	workers := fs.Int("workers", 1, "upstream scheduler workers (scheduling.NumConcurrentReconciles)")
+	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the fastest is reported")
+	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned text")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("bad size %q in -sizes", s)
+		}
+		ns = append(ns, n)
+	}
+	fmt.Fprintf(stderr, "GOMAXPROCS=%d, upstream workers=%d\n", runtime.GOMAXPROCS(0), *workers)
+	var rows []row
+	for _, name := range strings.Split(*shapes, ",") {
+		shape := benchdata.Shape(strings.TrimSpace(name))
+		for _, n := range ns {
+			in, err := benchdata.Input(shape, n)
+			if err != nil {
+				return err
+			}
+			r := row{shape: shape, pods: n}
+			for i := 0; i < max(*joistRuns, 1); i++ {
+				if o := runJoist(in); i == 0 || o.Seconds < r.joist.Seconds {
+					r.joist = o
+				}
+			}
+			fmt.Fprintf(stderr, "%s/%d: joist %.3fs; running upstream...\n", shape, n, r.joist.Seconds)
+			if r.upstream, err = runUpstream(in, *workers); err != nil {
+				return fmt.Errorf("%s/%d: %w", shape, n, err)
+			}
+			fmt.Fprintf(stderr, "%s/%d: upstream %.3fs (+%.3fs setup)\n", shape, n, r.upstream.Seconds, r.upstream.SetupSeconds)
+			rows = append(rows, r)
+		}
+	}
+	if *markdown {
+		printMarkdown(stdout, rows)
+		return nil
+	}
+	printText(stdout, rows)
+	return nil
+}
+
+var header = []string{"shape", "pods",
+	"joist pods/s", "joist nodes", "joist $/h", "joist $/h÷LB", "joist unsched",
+	"upstream pods/s", "upstream nodes", "upstream $/h", "upstream unsched",
+	"speedup", "$/h ratio"}
+
+func cells(r row) []string {
+	lb := "-"
+	if r.joist.LowerBound > 0 {
+		lb = fmt.Sprintf("%.3f", r.joist.CostPerHour/r.joist.LowerBound)
+	}
+	return []string{string(r.shape), strconv.Itoa(r.pods),
+		fmt.Sprintf("%.0f", r.joist.PodsPerSecond(r.pods)), strconv.Itoa(r.joist.Nodes), fmt.Sprintf("%.2f", r.joist.CostPerHour), lb, strconv.Itoa(r.joist.Unschedulable),
+		fmt.Sprintf("%.0f", r.upstream.PodsPerSecond(r.pods)), strconv.Itoa(r.upstream.Nodes), fmt.Sprintf("%.2f", r.upstream.CostPerHour), strconv.Itoa(r.upstream.Unschedulable),
+		fmt.Sprintf("%.1f×", r.joist.PodsPerSecond(r.pods)/r.upstream.PodsPerSecond(r.pods)),
+		fmt.Sprintf("%.3f", r.joist.CostPerHour/r.upstream.CostPerHour)}
+}
+
+func printText(w io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(cells(r), "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+func printMarkdown(w io.Writer, rows []row) {
+	fmt.Fprintln(w, "| "+strings.Join(header, " | ")+" |")
+	fmt.Fprintln(w, "|"+strings.Repeat(" ---: |", len(header)))
+	for _, r := range rows {
+		fmt.Fprintln(w, "| "+strings.Join(cells(r), " | ")+" |")
+	}
+}
+
+func joinShapes() string {
+	var s []string
+	for _, sh := range benchdata.Shapes {
+		s = append(s, string(sh))
+	}
+	return strings.Join(s, ", ")
+}
