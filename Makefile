@@ -68,3 +68,19 @@ run: manifests generate ## Run the manager against the cluster in $KUBECONFIG.
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).
 	docker build -t $(IMG) .
+
+##@ Benchmarks
+
+# `make bench BENCH=BenchmarkSolve/diverse BENCHTIME=1x` narrows the run.
+BENCH ?= BenchmarkSolve
+BENCHTIME ?= 3x
+# Extra flags for bench/upstream, e.g. BENCH_UPSTREAM_ARGS="-sizes 1000,5000 -markdown".
+BENCH_UPSTREAM_ARGS ?=
+
+.PHONY: bench
+bench: ## Run Joist's solver benchmarks (pods/s, nodes, $/h, $/h ÷ lower bound).
+	$(GO) test ./solver -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m
+
+.PHONY: bench-upstream
+bench-upstream: ## Run Joist's solver and upstream Karpenter's scheduler side by side (module bench/upstream).
+	cd bench/upstream && GOTOOLCHAIN=go1.27.3 $(GO) run . $(BENCH_UPSTREAM_ARGS)
