@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/karpenter/pkg/operator/logging"
 
+	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/benchdata"
 )
 
@@ -40,7 +42,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	shapes := fs.String("shapes", "diverse,uniform,mixed", "comma-separated shapes: "+joinShapes())
 	sizes := fs.String("sizes", "1000,5000,20000", "comma-separated pod counts")
 	workers := fs.Int("workers", 1, "upstream scheduler workers (scheduling.NumConcurrentReconciles)")
-	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the fastest is reported")
+	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the median time is reported")
 	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,12 +64,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			r := row{shape: shape, pods: n}
-			for i := 0; i < max(*joistRuns, 1); i++ {
-				if o := runJoist(in); i == 0 || o.Seconds < r.joist.Seconds {
-					r.joist = o
-				}
-			}
+			r := row{shape: shape, pods: n, joist: runJoistMedian(in, *joistRuns)}
 			fmt.Fprintf(stderr, "%s/%d: joist %.3fs; running upstream...\n", shape, n, r.joist.Seconds)
 			if r.upstream, err = runUpstream(in, *workers); err != nil {
 				return fmt.Errorf("%s/%d: %w", shape, n, err)
@@ -116,6 +113,23 @@ func printMarkdown(w io.Writer, rows []row) {
 	for _, r := range rows {
 		fmt.Fprintln(w, "| "+strings.Join(cells(r), " | ")+" |")
 	}
+}
+
+// runJoistMedian solves in runs times and reports the first plan with the median solve time (the
+// solver is deterministic, so every run yields the same plan).
+func runJoistMedian(in solver.Input, runs int) outcome {
+	var first outcome
+	times := make([]float64, 0, max(runs, 1))
+	for i := range max(runs, 1) {
+		o := runJoist(in)
+		if i == 0 {
+			first = o
+		}
+		times = append(times, o.Seconds)
+	}
+	sort.Float64s(times)
+	first.Seconds = times[len(times)/2]
+	return first
 }
 
 func joinShapes() string {
