@@ -166,15 +166,6 @@ func (s *solver) buildClasses() {
 		}
 		c.pods = append(c.pods, p)
 	}
-	sort.SliceStable(s.classes, func(i, j int) bool {
-		a, b := s.classes[i], s.classes[j]
-		for _, r := range []int{0, 1} {
-			if a.req[r] != b.req[r] {
-				return a.req[r] > b.req[r]
-			}
-		}
-		return a.key < b.key
-	})
 	s.minReq = nil
 	for _, c := range s.classes {
 		if c.err != "" {
@@ -317,6 +308,20 @@ func (s *solver) initClass(c *class, claims []string) {
 		c.steps = append(c.steps, step{stepSoftSpread, i})
 	}
 	c.steps = append(c.steps, step{stepPreferTaints, 0})
+}
+
+// orderClasses sorts the classes for placement: largest first (cpu, then memory), then by key.
+// (Placing zone-pinned classes first was tried: it raised cost on the diverse and mixed shapes.)
+func (s *solver) orderClasses() {
+	sort.SliceStable(s.classes, func(i, j int) bool {
+		a, b := s.classes[i], s.classes[j]
+		for _, r := range []int{0, 1} {
+			if a.req[r] != b.req[r] {
+				return a.req[r] > b.req[r]
+			}
+		}
+		return a.key < b.key
+	})
 }
 
 // resolveMembership computes, once all groups exist, which groups each class counts in and

@@ -45,9 +45,87 @@ func (s *solver) improve() {
 		for _, c := range n.cls {
 			ok = ok && splittable(c)
 		}
+		if ok {
+			s.splitFree(n)
+		}
 		for ok && s.split(n) {
 		}
 	}
+}
+
+// zoneFree reports whether a class may land in any zone without affecting any zone count.
+func (s *solver) zoneFree(c *class) bool {
+	if c.zoneRelevant || len(c.volZones) > 0 {
+		return false
+	}
+	for _, a := range s.effAt(c, len(c.steps)).alts {
+		if a.zoneMask != ^uint64(0) {
+			return false
+		}
+	}
+	return !s.effAt(c, 0).zoneCons
+}
+
+// splitFree moves the zone-free pods off a node pinned to a dearer zone, onto a new node in the
+// cheapest zone, when the two nodes cost less than the one.
+func (s *solver) splitFree(n *node) bool {
+	p := n.pool
+	if n.zone < 0 || len(n.pods) < 2 {
+		return false
+	}
+	inA := make([]bool, len(n.pods))
+	usedA, usedB := s.d.zero(), s.d.zero()
+	moved := 0
+	for i, c := range n.cls {
+		if s.zoneFree(c) {
+			usedB.add(c.req)
+			moved++
+		} else {
+			inA[i] = true
+			usedA.add(c.req)
+		}
+	}
+	if moved == 0 || moved == len(n.pods) {
+		return false
+	}
+	freeMask := p.zoneMask
+	compatA := newBitset(len(p.types))
+	compatB := newBitset(len(p.types))
+	for i, t := range p.types {
+		if !typeAdmits(p, t, n.reqs, s.zones, s.cts) {
+			continue
+		}
+		if t.zonesFor(n.zoneMask, n.ctMask) != 0 {
+			compatA.set(i)
+		}
+		if t.zonesFor(freeMask, n.ctMask) != 0 {
+			compatB.set(i)
+		}
+	}
+	cur, ci := s.nodeCost(n, compatA, n.used)
+	ca, ai := s.nodeCost(n, compatA, usedA)
+	cb, bi := s.nodeCostMasks(p, compatB, usedB, freeMask, n.ctMask)
+	if ci < 0 || ai < 0 || bi < 0 || ca+cb >= cur-1e-9 {
+		return false
+	}
+	optsA := s.filter(compatA, func(t *itype) bool { return lessEq(usedA, t.alloc) }, p.types)
+	optsB := s.filter(compatB, func(t *itype) bool { return lessEq(usedB, t.alloc) }, p.types)
+	return s.applySplit(n, inA, usedA, usedB, optsA, optsB, -1, freeMask)
+}
+
+func (s *solver) nodeCostMasks(p *pool, compat bitset, used resVec, zm, cm uint64) (float64, int) {
+	best, bi := -1.0, -1
+	compat.each(func(i int) bool {
+		t := p.types[i]
+		if !lessEq(used, t.alloc) {
+			return true
+		}
+		if pr, _ := t.price(zm, cm); pr >= 0 && (bi < 0 || pr < best) {
+			best, bi = pr, i
+		}
+		return true
+	})
+	return best, bi
 }
 
 // nodeCost is the price of the cheapest option holding used, or -1.
@@ -148,35 +226,53 @@ func (s *solver) split(n *node) bool {
 	if bestA == nil {
 		return false
 	}
-	b := &node{id: len(s.nodes), name: fmt.Sprintf("new-%d", len(s.open)), pool: p, zone: n.zone, cheap: -1,
-		reqs: n.reqs, zoneMask: n.zoneMask, ctMask: n.ctMask}
+	optsA := s.filter(compat, func(t *itype) bool { return lessEq(bestUsedA, t.alloc) }, p.types)
+	optsB := s.filter(compat, func(t *itype) bool { return lessEq(bestUsedB, t.alloc) }, p.types)
+	return s.applySplit(n, bestA, bestUsedA, bestUsedB, optsA, optsB, n.zone, n.zoneMask)
+}
+
+// applySplit moves the pods not in inA to a new node b with the given options and zone.
+func (s *solver) applySplit(n *node, inA []bool, usedA, usedB resVec, optsA, optsB bitset, bZone int, bZoneMask uint64) bool {
+	p := n.pool
+	if s.minValuesMsg(p, optsA, n.reqs, n.zoneMask, n.ctMask) != "" || s.minValuesMsg(p, optsB, n.reqs, bZoneMask, n.ctMask) != "" {
+		return false
+	}
+	cheapA, cheapB := cheapest(p, optsA, n.zoneMask, n.ctMask), cheapest(p, optsB, bZoneMask, n.ctMask)
+	if cheapA < 0 || cheapB < 0 {
+		return false
+	}
+	if p.limited {
+		extra := p.types[cheapA].capacity.clone()
+		extra.add(p.types[cheapB].capacity)
+		extra.sub(n.commit)
+		slack := p.remaining.clone()
+		slack.sub(p.committed)
+		if !lessEq(extra, slack) {
+			return false
+		}
+	}
+	b := &node{id: len(s.nodes), name: fmt.Sprintf("new-%d", len(s.open)), pool: p, zone: bZone, cheap: cheapB,
+		reqs: n.reqs, zoneMask: bZoneMask, ctMask: n.ctMask}
 	var podsA, podsB []*corev1.Pod
 	var clsA, clsB []*class
 	var portsA, portsB []hostPort
 	for i, pd := range n.pods {
-		if bestA[i] {
+		if inA[i] {
 			podsA, clsA, portsA = append(podsA, pd), append(clsA, n.cls[i]), append(portsA, n.cls[i].ports...)
 		} else {
 			podsB, clsB, portsB = append(podsB, pd), append(clsB, n.cls[i]), append(portsB, n.cls[i].ports...)
 		}
 	}
-	optsA := s.filter(compat, func(t *itype) bool { return lessEq(bestUsedA, t.alloc) }, p.types)
-	optsB := s.filter(compat, func(t *itype) bool { return lessEq(bestUsedB, t.alloc) }, p.types)
-	if s.minValuesMsg(p, optsA, n.reqs, n.zoneMask, n.ctMask) != "" || s.minValuesMsg(p, optsB, n.reqs, n.zoneMask, n.ctMask) != "" {
-		return false
-	}
-	n.pods, n.cls, n.ports, n.used, n.options = podsA, clsA, portsA, bestUsedA, optsA
-	b.pods, b.cls, b.ports, b.used, b.options = podsB, clsB, portsB, bestUsedB, optsB
-	n.cheap, b.cheap = cheapest(p, optsA, n.zoneMask, n.ctMask), cheapest(p, optsB, b.zoneMask, b.ctMask)
+	n.pods, n.cls, n.ports, n.used, n.options, n.cheap = podsA, clsA, portsA, usedA, optsA, cheapA
+	b.pods, b.cls, b.ports, b.used, b.options = podsB, clsB, portsB, usedB, optsB
 	if p.limited {
 		p.committed.sub(n.commit)
-		n.commit, b.commit = p.types[n.cheap].capacity, p.types[b.cheap].capacity
+		n.commit, b.commit = p.types[cheapA].capacity, p.types[cheapB].capacity
 		p.committed.add(n.commit)
 		p.committed.add(b.commit)
 	}
 	// Hostname counts move with the pods so later checks and reports stay consistent.
-	for i, c := range clsB {
-		_ = i
+	for _, c := range clsB {
 		for _, g := range c.memberOf {
 			if g.hostname {
 				g.nodeCnt[n.id]--

@@ -29,6 +29,36 @@ func (s *solver) lowerBound() float64 {
 			demand.add(n.used)
 		}
 	}
+	w := s.pricesFor(demand)
+	if w == nil {
+		return 0
+	}
+	global := 0.0
+	for r, v := range demand {
+		global += float64(v) * w[r]
+	}
+	return math.Max(global, s.classBound(w))
+}
+
+// pendingPrices sets s.w from the LP over every pending pod's demand, before placement.
+func (s *solver) pendingPrices() {
+	demand := s.d.zero()
+	for _, c := range s.classes {
+		if c.err != "" {
+			continue
+		}
+		for range c.pods {
+			demand.add(c.req)
+		}
+	}
+	s.w = s.pricesFor(demand)
+	if s.w == nil {
+		s.w = make([]float64, s.d.n())
+	}
+}
+
+// pricesFor solves the covering LP for demand and returns its resource prices (nil without demand).
+func (s *solver) pricesFor(demand resVec) []float64 {
 	var rows []int
 	for r, v := range demand {
 		if v > 0 {
@@ -36,7 +66,7 @@ func (s *solver) lowerBound() float64 {
 		}
 	}
 	if len(rows) == 0 {
-		return 0
+		return nil
 	}
 	// The distinct (allocatable scaled by demand, price) columns.
 	seen := map[string]bool{}
@@ -54,12 +84,10 @@ func (s *solver) lowerBound() float64 {
 			}
 		}
 	}
-	w := s.resourcePrices(rows, demand, cols)
-	global := 0.0
-	for r, v := range demand {
-		global += float64(v) * w[r]
+	if len(cols) == 0 {
+		return nil
 	}
-	return math.Max(global, s.classBound(w))
+	return s.resourcePrices(rows, demand, cols)
 }
 
 type lpCol struct {

@@ -27,6 +27,7 @@ type solver struct {
 	groups    []*group
 	groupIdx  map[string]*group
 	minReq    resVec
+	w         []float64 // resource prices from the LP over the pending demand
 	ds        []*dsPod
 	unsched   []Unschedulable
 }

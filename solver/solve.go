@@ -12,6 +12,8 @@ func Solve(in Input) Result {
 	s.registerExistingAnti()
 	s.resolveMembership()
 	s.countExisting()
+	s.orderClasses()
+	s.pendingPrices()
 	s.place()
 	s.improve()
 	return s.result()

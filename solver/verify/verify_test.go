@@ -1,0 +1,116 @@
+package verify_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/verify"
+)
+
+func it(name string, cpu int, price float64) *solver.InstanceType {
+	return &solver.InstanceType{
+		Name:     name,
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(cpu)), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 4*cpu)), corev1.ResourcePods: resource.MustParse("110")},
+		Labels:   map[string]string{v1.LabelArch: "amd64"},
+		Offerings: []solver.Offering{
+			{Zone: "zone-a", CapacityType: "spot", Price: price * 0.5, Available: true},
+			{Zone: "zone-b", CapacityType: "on-demand", Price: price, Available: true},
+		},
+	}
+}
+
+func pod(name, cpu string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+}
+
+func input(pods ...*corev1.Pod) solver.Input {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	return solver.Input{Pods: pods, NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: []*solver.InstanceType{it("small", 2, 0.1), it("large", 8, 0.4)}}}}
+}
+
+func TestVerifyAcceptsSolverPlan(t *testing.T) {
+	in := input(pod("a", "1", nil), pod("b", "1", nil), pod("c", "3", nil))
+	if err := verify.Verify(in, solver.Solve(in)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Each case corrupts a valid plan; the verifier must name the problem.
+func TestVerifyCatchesViolations(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	anti := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			{TopologyKey: v1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: web}}}}}
+		return p
+	}
+	cases := []struct {
+		name    string
+		pods    []*corev1.Pod
+		corrupt func(in *solver.Input, r *solver.Result)
+		want    string
+	}{
+		{"over-committed", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			r.NewNodeClaims[0].Pods[0] = pod("a", "1", nil)
+			r.NewNodeClaims[0].Pods[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("7")
+		}, "over-committed"},
+		{"pod missing", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			r.NewNodeClaims[0].Pods = nil
+		}, "appears 0 times"},
+		{"dearer offering", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			nc := &r.NewNodeClaims[0]
+			nc.Offering = nc.InstanceType.Offerings[1]
+			r.CostPerHour = nc.Offering.Price
+			for i := range nc.Requirements {
+				if nc.Requirements[i].Key == v1.LabelTopologyZone {
+					nc.Requirements[i].Values = []string{"zone-a", "zone-b"}
+				}
+			}
+		}, "cheaper than the chosen"},
+		{"offering outside requirements", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			for i := range r.NewNodeClaims[0].Requirements {
+				if r.NewNodeClaims[0].Requirements[i].Key == v1.LabelTopologyZone {
+					r.NewNodeClaims[0].Requirements[i].Values = []string{"zone-b"}
+				}
+			}
+		}, "does not satisfy the plan's requirement"},
+		{"untolerated taint", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			in.NodePools[0].NodePool.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		}, "does not tolerate taint gpu=true:NoSchedule"},
+		{"node selector", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			r.NewNodeClaims[0].Pods[0].Spec.NodeSelector = map[string]string{v1.LabelArch: "arm64"}
+		}, "node selector/affinity does not match"},
+		{"anti-affinity", []*corev1.Pod{anti(pod("a", "1", web)), anti(pod("b", "1", web))}, func(in *solver.Input, r *solver.Result) {
+			r.NewNodeClaims[0].Pods = append(r.NewNodeClaims[0].Pods, r.NewNodeClaims[1].Pods...)
+			r.CostPerHour -= r.NewNodeClaims[1].Offering.Price
+			r.NewNodeClaims = r.NewNodeClaims[:1]
+		}, "required anti-affinity"},
+		{"limits", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			in.NodePools[0].Remaining = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		}, "remaining under its limits"},
+		{"cost", []*corev1.Pod{pod("a", "1", nil)}, func(in *solver.Input, r *solver.Result) {
+			r.CostPerHour = 0.01
+		}, "not the sum of the offerings"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := input(tc.pods...)
+			r := solver.Solve(in)
+			if err := verify.Verify(in, r); err != nil {
+				t.Fatalf("valid plan rejected: %v", err)
+			}
+			tc.corrupt(&in, &r)
+			err := verify.Verify(in, r)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
