@@ -108,6 +108,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		if err := c.nominate(ctx, claim, n.Name); err != nil {
 			return reconcile.Result{}, err
 		}
+		c.nominations.MarkReleased(claim)
 	}
 	for _, n := range batch {
 		if !hasTaint(n, v1.UnregisteredTaintKey) {
@@ -167,13 +168,18 @@ func (c *Controller) nominate(ctx context.Context, claim, node string) error {
 	for _, uid := range c.nominations.PodsOf(claim) {
 		g.Go(func() error {
 			pod, err := c.podByUID(gctx, uid)
-			if err != nil || pod == nil || pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == node {
+			if err != nil || pod == nil || pod.Spec.NodeName != "" {
 				return err
 			}
-			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)))
-			if err := c.kube.Status().Patch(gctx, pod, patch); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err)
+			if pod.Status.NominatedNodeName == node {
+				c.nominations.Written(pod.UID, pod.ResourceVersion)
+				return nil
 			}
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)))
+			if err := c.kube.Status().Patch(gctx, pod, patch); err != nil {
+				return client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
+			}
+			c.nominations.Written(pod.UID, pod.ResourceVersion)
 			return nil
 		})
 	}

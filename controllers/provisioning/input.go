@@ -86,6 +86,7 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 				podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
 			}
 		case provisionable(pod):
+			p.nominations.Expired(pod.UID, p.clock.Now(), p.opts.RejectionGrace)
 			claim, ok := p.nominations.ClaimOf(pod.UID)
 			if !ok && live[pod.Status.NominatedNodeName] {
 				// Nominated before a restart: the pod remembers.

@@ -30,6 +30,9 @@ type Options struct {
 	BatchMaxDuration time.Duration
 	// ResyncPeriod re-runs the solver for pods still pending, in case nothing else triggers it.
 	ResyncPeriod time.Duration
+	// RejectionGrace is how long a pod the kube-scheduler turned away from its planned node keeps its
+	// nomination before it is planned again.
+	RejectionGrace time.Duration
 	// NominationTTL is how long after its NodeClaim initialized a pod's nomination still counts; a
 	// pod still pending then is re-planned.
 	NominationTTL time.Duration
@@ -42,8 +45,15 @@ func DefaultOptions() Options {
 		BatchMaxDuration:  10 * time.Second,
 		ResyncPeriod:      30 * time.Second,
 		NominationTTL:     30 * time.Second,
+		RejectionGrace:    5 * time.Second,
 	}
 }
+
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims;persistentvolumes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create
 
 // Provisioner is a manager runnable: it needs leader election, since two provisioners would launch
 // twice for the same pods.
@@ -125,6 +135,18 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			return
 		}
 		if provisionable(pod) {
+			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, p.clock.Now()) {
+				// Its planned node did not take it. Give the scheduler RejectionGrace to place it
+				// there after all (spread constraints loosen as other pods land), then plan again.
+				go func() {
+					select {
+					case <-ctx.Done():
+					case <-p.clock.After(p.opts.RejectionGrace):
+						p.batcher.Trigger()
+					}
+				}()
+				return
+			}
 			p.batcher.Arrive(pod.UID)
 			return
 		}

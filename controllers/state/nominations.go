@@ -3,7 +3,9 @@
 package state
 
 import (
+	"strconv"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -15,14 +17,19 @@ import (
 // restart, in-flight claims count as empty capacity and the solver re-packs the pending pods into them
 // first (they were sized for those pods), so no duplicate capacity is launched.
 type Nominations struct {
-	mu      sync.Mutex
-	byClaim map[string]map[types.UID]struct{}
-	byPod   map[types.UID]string
+	mu       sync.Mutex
+	byClaim  map[string]map[types.UID]struct{}
+	byPod    map[types.UID]string
+	released map[string]bool
+	// written holds the resourceVersion of each pod as our nominatedNodeName patch left it.
+	written map[types.UID]int64
+	// rejected holds when the scheduler first turned a pod away from its released claim.
+	rejected map[types.UID]time.Time
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
-	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}}
+	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]bool{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -55,12 +62,75 @@ func (n *Nominations) ForgetClaim(claim string) {
 		delete(n.byPod, pod)
 	}
 	delete(n.byClaim, claim)
+	delete(n.released, claim)
+}
+
+// MarkReleased records that the claim's node was released to the kube-scheduler with its pods
+// nominated to it. From then on a pod of the claim that is pending without a nominated node was
+// rejected by the scheduler, and its nomination no longer counts.
+func (n *Nominations) MarkReleased(claim string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.released[claim] = true
+}
+
+// Written records the resourceVersion our nominatedNodeName patch gave the pod.
+func (n *Nominations) Written(pod types.UID, resourceVersion string) {
+	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.written[pod] = rv
+}
+
+// Rejected records, and reports the first time, that the pod was nominated to a released claim yet is
+// seen, in a version newer than our nomination, pending without a nominated node: the scheduler
+// clears the field when it cannot place a pod. The rejection is often transient (topology spread
+// allows the planned node again once other pods land), so the nomination keeps counting until
+// Expired says otherwise.
+func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion string, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	claim, ok := n.byPod[pod]
+	if !ok || !n.released[claim] || nominatedNodeName != "" {
+		return false
+	}
+	if _, seen := n.rejected[pod]; seen {
+		return false
+	}
+	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if written, ok := n.written[pod]; !ok || err != nil || rv <= written {
+		return false // an event from before our nomination
+	}
+	n.rejected[pod] = now
+	return true
+}
+
+// Expired drops, and reports, the nomination of a pod the scheduler rejected at least grace ago.
+func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.rejected[pod]
+	if !ok || now.Sub(at) < grace {
+		return false
+	}
+	if claim, ok := n.byPod[pod]; ok {
+		delete(n.byClaim[claim], pod)
+	}
+	delete(n.byPod, pod)
+	delete(n.written, pod)
+	delete(n.rejected, pod)
+	return true
 }
 
 // ForgetPod drops the pod's nomination (it was bound or deleted).
 func (n *Nominations) ForgetPod(pod types.UID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	delete(n.written, pod)
+	delete(n.rejected, pod)
 	if c, ok := n.byPod[pod]; ok {
 		delete(n.byClaim[c], pod)
 		delete(n.byPod, pod)

@@ -117,13 +117,41 @@ func TestProvisionDeploymentsMatchesSolverPlan(t *testing.T) {
 	}
 	assertZoneSkew(t, s, pods, "spread", 1)
 	s.assertNoEmptyNodes(pods)
-	if got, planned := len(claims), len(want.NewNodeClaims); got != planned {
-		t.Errorf("launched %d nodes, the solver's single plan has %d\n%s", got, planned, s.describeClaims())
+	// The first batch launches exactly the solver's plan. kube-scheduler places pods one at a time and
+	// now and then turns a topology-spread pod away from its planned node; such a pod is re-planned
+	// after RejectionGrace and may get a small extra node (see docs/provisioning.md).
+	first := firstBatch(claims)
+	firstCost := 0.0
+	for _, nc := range first {
+		firstCost += priceOf(s.cloud.InstanceTypes, nc)
 	}
-	if got := s.cost(); math.Abs(got-want.CostPerHour) > 1e-6 {
-		t.Errorf("launched $%.4f/h, the solver's plan costs $%.4f/h", got, want.CostPerHour)
+	if got, planned := len(first), len(want.NewNodeClaims); got != planned {
+		t.Errorf("first batch launched %d nodes, the solver's single plan has %d\n%s", got, planned, s.describeClaims())
+	}
+	if math.Abs(firstCost-want.CostPerHour) > 1e-6 {
+		t.Errorf("first batch launched $%.4f/h, the solver's plan costs $%.4f/h", firstCost, want.CostPerHour)
+	}
+	if got, planned := len(claims), len(want.NewNodeClaims); got > planned+2 {
+		t.Errorf("launched %d nodes in all, the solver's plan has %d (slack 2)\n%s", got, planned, s.describeClaims())
 	}
 	t.Logf("200 pods on %d nodes, $%.4f/h (plan %d nodes, $%.4f/h)", len(claims), s.cost(), len(want.NewNodeClaims), want.CostPerHour)
+}
+
+// firstBatch returns the claims of the earliest provisioning batch.
+func firstBatch(claims []v1.NodeClaim) []v1.NodeClaim {
+	earliest := ""
+	for _, nc := range claims {
+		if b := nc.Labels[v1.ProvisioningBatchLabelKey]; earliest == "" || b < earliest {
+			earliest = b
+		}
+	}
+	var out []v1.NodeClaim
+	for _, nc := range claims {
+		if nc.Labels[v1.ProvisioningBatchLabelKey] == earliest {
+			out = append(out, nc)
+		}
+	}
+	return out
 }
 
 func assertZoneSkew(t *testing.T, s *stack, pods []corev1.Pod, app string, maxSkew int) {
