@@ -84,3 +84,12 @@ bench: ## Run Joist's solver benchmarks (pods/s, nodes, $/h, $/h ÷ lower bound)
 .PHONY: bench-upstream
 bench-upstream: ## Run Joist's solver and upstream Karpenter's scheduler side by side (module bench/upstream).
 	cd bench/upstream && GOTOOLCHAIN=go1.27.3 $(GO) run . $(BENCH_UPSTREAM_ARGS)
+
+##@ Demo
+
+DEMO_FLAGS ?=
+
+.PHONY: demo
+demo: k8s-assets ## Run Joist end to end on a local control plane with simulated (KWOK) nodes; Ctrl-C stops it.
+	$(GO) build -o bin/joist ./cmd/joist
+	$(GO) run ./test/demo $(DEMO_FLAGS)

@@ -1,0 +1,96 @@
+// Command demo runs Joist end to end on one machine: a real control plane (etcd, kube-apiserver,
+// kube-scheduler, kube-controller-manager) with KWOK simulating nodes, the Joist manager with its KWOK
+// cloud provider and admission webhooks, the sample NodePool and a demo workload, with live progress.
+// `make demo` runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/joist-dev/joist/test/env"
+)
+
+type options struct {
+	duration time.Duration
+	joist    string
+	settle   time.Duration
+}
+
+func main() {
+	var o options
+	flag.DurationVar(&o.duration, "duration", 0, "Stop after this long (0: run until Ctrl-C).")
+	flag.StringVar(&o.joist, "joist", "bin/joist", "Path of the joist binary to run as the manager.")
+	flag.DurationVar(&o.settle, "settle", 2*time.Minute, "How long to wait for the workload before scaling it down anyway.")
+	flag.Parse()
+	env.DiscardLogs()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.duration)
+		defer cancel()
+	}
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	root, err := env.RepoRoot()
+	if err != nil {
+		return err
+	}
+	say("starting etcd, kube-apiserver, kube-scheduler, kube-controller-manager and KWOK …")
+	e, err := env.Start(env.Options{
+		Scheduler: true, ControllerManager: true, KWOK: true,
+		WebhookPaths: []string{filepath.Join(root, "config", "webhook")},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		say("stopping the control plane …")
+		_ = e.Stop()
+	}()
+	mgr, err := startManager(e, filepath.Join(root, o.joist))
+	if err != nil {
+		return err
+	}
+	defer mgr.stop()
+	say("control plane up; Joist manager running (logs: %s)", mgr.logPath)
+	say("kubeconfig: %s   try: KUBECONFIG=%s kubectl get nodepools,nodeclaims,nodes", e.KubeconfigPath, e.KubeconfigPath)
+
+	d := &demo{env: e, root: root}
+	if err := d.waitWebhooks(ctx); err != nil {
+		return err
+	}
+	if err := d.apply(ctx, "config/samples/kwok_v1alpha1_kwoknodeclass.yaml", "config/samples/karpenter_v1_nodepool_kwok.yaml"); err != nil {
+		return err
+	}
+	say("applied the sample KWOKNodeClass and NodePool \"general\"")
+	d.showRejection(ctx, "config/samples/demo/unsafe-nodepool.yaml")
+	if err := d.apply(ctx, "config/samples/demo/workload.yaml"); err != nil {
+		return err
+	}
+	say("applied the demo workload: 4 Deployments, 150 pods")
+	if err := d.watchUntil(ctx, o.settle, func(s snapshot) bool { return s.running == 150 }); err != nil {
+		return err
+	}
+	say("scaling down: cache → 0, web → 20 replicas; empty nodes are removed after the pool's consolidateAfter")
+	if err := d.scale(ctx, map[string]int32{"cache": 0, "web": 20}); err != nil {
+		return err
+	}
+	return d.watchUntil(ctx, 0, nil)
+}
+
+func say(format string, args ...interface{}) {
+	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
