@@ -43,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	sizes := fs.String("sizes", "1000,5000,20000", "comma-separated pod counts")
 	workers := fs.Int("workers", 1, "upstream scheduler workers (scheduling.NumConcurrentReconciles)")
 	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the median time is reported")
+	fakeTypes := fs.Bool("upstream-fake-types", false, "give upstream its own fake.InstanceTypes(400) instead of the converted benchdata types (cross-check for the diverse shape)")
 	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			r := row{shape: shape, pods: n, joist: runJoistMedian(in, *joistRuns)}
 			fmt.Fprintf(stderr, "%s/%d: joist %.3fs; running upstream...\n", shape, n, r.joist.Seconds)
-			if r.upstream, err = runUpstream(in, *workers); err != nil {
+			if r.upstream, err = runUpstream(in, *workers, *fakeTypes); err != nil {
 				return fmt.Errorf("%s/%d: %w", shape, n, err)
 			}
 			fmt.Fprintf(stderr, "%s/%d: upstream %.3fs (+%.3fs setup)\n", shape, n, r.upstream.Seconds, r.upstream.SetupSeconds)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/test"
 
 	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/benchdata"
 )
 
 // outcome is one scheduler's result on one input.
@@ -89,10 +90,18 @@ func convert(in solver.Input) (upstreamInput, error) {
 
 // runUpstream schedules in with upstream Karpenter's scheduler set up as its own benchmark does
 // (fake kube client, empty cluster state, topology over the pods) with the given worker count.
-func runUpstream(in solver.Input, workers int) (outcome, error) {
+// With fakeTypes, every NodePool gets upstream's own fake.InstanceTypes(400) instead of the
+// converted ones: a cross-check, on the diverse shape, that the conversion does not change upstream's
+// speed or result.
+func runUpstream(in solver.Input, workers int, fakeTypes bool) (outcome, error) {
 	u, err := convert(in)
 	if err != nil {
 		return outcome{}, err
+	}
+	if fakeTypes {
+		for name := range u.instanceTypes {
+			u.instanceTypes[name] = fake.InstanceTypes(benchdata.UpstreamInstanceTypeCount)
+		}
 	}
 	ctx := options.ToContext(injection.WithControllerName(context.Background(), "provisioner"), test.Options())
 	opts := []scheduling.Options{scheduling.NumConcurrentReconciles(workers)}

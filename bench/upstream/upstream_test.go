@@ -62,7 +62,7 @@ func TestSideBySideSmall(t *testing.T) {
 	for _, shape := range benchdata.Shapes {
 		in := benchdata.MustInput(shape, 50)
 		j := runJoist(in)
-		u, err := runUpstream(in, 1)
+		u, err := runUpstream(in, 1, false)
 		if err != nil {
 			t.Fatalf("%s: %v", shape, err)
 		}
