@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/disruption"
 	"github.com/joist-dev/joist/controllers/garbagecollection"
 	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/controllers/nodeclaim"
@@ -53,6 +54,9 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	}
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
 		return fmt.Errorf("registering termination controller: %w", err)
+	}
+	if err := disruption.NewEmptiness(kube, nominations, recorder, clk).Register(mgr); err != nil {
+		return fmt.Errorf("registering emptiness controller: %w", err)
 	}
 	if err := nodepool.New(kube).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodepool status controller: %w", err)

@@ -19,6 +19,8 @@ const (
 	PodUID = "metadata.uid"
 	// NodeProviderID indexes nodes by spec.providerID.
 	NodeProviderID = "spec.providerID"
+	// NodeClaimNodeName indexes NodeClaims by status.nodeName.
+	NodeClaimNodeName = "status.nodeName"
 	// NodeClaimProviderID indexes NodeClaims by status.providerID.
 	NodeClaimProviderID = "status.providerID"
 )
@@ -44,6 +46,11 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.(*v1.NodeClaim).Status.ProviderID}
 	}); err != nil {
 		return fmt.Errorf("indexing nodeclaims by provider id: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1.NodeClaim{}, NodeClaimNodeName, func(o client.Object) []string {
+		return []string{o.(*v1.NodeClaim).Status.NodeName}
+	}); err != nil {
+		return fmt.Errorf("indexing nodeclaims by node name: %w", err)
 	}
 	return nil
 }

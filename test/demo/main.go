@@ -84,8 +84,8 @@ func run(ctx context.Context, o options) error {
 	if err := d.watchUntil(ctx, o.settle, func(s snapshot) bool { return s.running == 150 }); err != nil {
 		return err
 	}
-	say("scaling down: cache → 0, web → 20 replicas; empty nodes are removed after the pool's consolidateAfter")
-	if err := d.scale(ctx, map[string]int32{"cache": 0, "web": 20}); err != nil {
+	say("scaling down: batch → 0, cache → 0, web → 20 replicas; nodes left empty are removed after the pool's consolidateAfter (10s)")
+	if err := d.scale(ctx, map[string]int32{"batch": 0, "cache": 0, "web": 20}); err != nil {
 		return err
 	}
 	return d.watchUntil(ctx, 0, nil)
