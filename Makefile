@@ -93,3 +93,8 @@ DEMO_FLAGS ?=
 demo: k8s-assets ## Run Joist end to end on a local control plane with simulated (KWOK) nodes; Ctrl-C stops it.
 	$(GO) build -o bin/joist ./cmd/joist
 	$(GO) run ./test/demo $(DEMO_FLAGS)
+
+.PHONY: bench-e2e
+bench-e2e: k8s-assets ## 1,000 pods end to end on fresh control planes: time to first NodeClaim and to all Running, nodes, $/h, manager RSS and CPU.
+	$(GO) build -o bin/joist ./cmd/joist
+	$(GO) run ./test/benche2e $(BENCH_E2E_ARGS)

@@ -41,8 +41,8 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the Guardrail admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	fs.BoolVar(&f.enableLeaderElection, "leader-elect", true, "Elect a leader so only one replica acts at a time.")
 	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
-	fs.Float64Var(&f.kubeAPIQPS, "kube-api-qps", 200, "Queries per second to the kube-apiserver.")
-	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 400, "Burst of queries to the kube-apiserver.")
+	fs.Float64Var(&f.kubeAPIQPS, "kube-api-qps", 500, "Queries per second to the kube-apiserver.")
+	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 1000, "Burst of queries to the kube-apiserver.")
 	p := &f.controllers.Provisioning
 	fs.DurationVar(&p.BatchIdleDuration, "batch-idle-duration", p.BatchIdleDuration, "Close a provisioning batch when no new pending pod arrived for this long.")
 	fs.DurationVar(&p.BatchMaxDuration, "batch-max-duration", p.BatchMaxDuration, "Close a provisioning batch this long after its first pod, however busy.")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -104,12 +105,23 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		}
 		batch = map[string]*corev1.Node{nc.Name: node}
 	}
+	// One worker releases a batch; the others come back and find their node released.
+	batchKey := nc.Labels[v1.ProvisioningBatchLabelKey]
+	if batchKey == "" {
+		batchKey = nc.Name
+	}
+	if !c.nominations.StartRelease(batchKey) {
+		return reconcile.Result{RequeueAfter: 200 * time.Millisecond}, nil
+	}
+	defer c.nominations.FinishRelease(batchKey)
+	start := c.clock.Now()
 	for claim, n := range batch {
 		if err := c.nominate(ctx, claim, n.Name); err != nil {
 			return reconcile.Result{}, err
 		}
 		c.nominations.MarkReleased(claim)
 	}
+	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(batch), "nominating", c.clock.Since(start).String())
 	for _, n := range batch {
 		if !hasTaint(n, v1.UnregisteredTaintKey) {
 			continue
@@ -164,7 +176,7 @@ func releasable(node *corev1.Node) bool {
 // nominate points the still-pending pods planned for the claim at its node.
 func (c *Controller) nominate(ctx context.Context, claim, node string) error {
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
+	g.SetLimit(64)
 	for _, uid := range c.nominations.PodsOf(claim) {
 		g.Go(func() error {
 			pod, err := c.podByUID(gctx, uid)

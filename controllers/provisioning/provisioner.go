@@ -45,7 +45,7 @@ func DefaultOptions() Options {
 		BatchMaxDuration:  10 * time.Second,
 		ResyncPeriod:      30 * time.Second,
 		NominationTTL:     30 * time.Second,
-		RejectionGrace:    5 * time.Second,
+		RejectionGrace:    2 * time.Second,
 	}
 }
 

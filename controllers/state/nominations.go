@@ -25,11 +25,13 @@ type Nominations struct {
 	written map[types.UID]int64
 	// rejected holds when the scheduler first turned a pod away from its released claim.
 	rejected map[types.UID]time.Time
+	// releasing holds the provisioning batches whose release one worker is carrying out.
+	releasing map[string]bool
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
-	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]bool{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}}
+	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]bool{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -146,4 +148,23 @@ func (n *Nominations) PodsOf(claim string) []types.UID {
 		out = append(out, uid)
 	}
 	return out
+}
+
+// StartRelease claims the release of a provisioning batch for the caller; it is false while another
+// worker is releasing it. FinishRelease hands it back.
+func (n *Nominations) StartRelease(batch string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.releasing[batch] {
+		return false
+	}
+	n.releasing[batch] = true
+	return true
+}
+
+// FinishRelease ends a release started with StartRelease.
+func (n *Nominations) FinishRelease(batch string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.releasing, batch)
 }

@@ -1,0 +1,81 @@
+// Command benche2e measures Joist end to end (`make bench-e2e`): on a fresh control plane with KWOK,
+// Deployments totalling 1,000 pods are created and the time to the first NodeClaim and to the last
+// pod Running is taken, with the node count, $/hour against the solver's own plan, and the manager
+// process's peak RSS and CPU seconds. It reports each run and the median of -runs runs.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/joist-dev/joist/test/env"
+)
+
+func main() {
+	runs := flag.Int("runs", 3, "Number of runs, each on a fresh control plane.")
+	joist := flag.String("joist", "bin/joist", "Path of the joist binary.")
+	timeout := flag.Duration("timeout", 3*time.Minute, "Give up on a run after this long.")
+	flag.Parse()
+	env.DiscardLogs()
+	root, err := env.RepoRoot()
+	if err != nil {
+		fail(err)
+	}
+	var results []result
+	for i := 0; i < *runs; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		r, err := runOnce(ctx, filepath.Join(root, *joist))
+		cancel()
+		if err != nil {
+			fail(fmt.Errorf("run %d: %w", i+1, err))
+		}
+		fmt.Printf("run %d: %s\n", i+1, r)
+		results = append(results, r)
+	}
+	fmt.Printf("median of %d: %s\n", len(results), median(results))
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench-e2e:", err)
+	os.Exit(1)
+}
+
+// result is one run's measurements.
+type result struct {
+	firstClaim, allRunning time.Duration
+	nodes, planNodes       int
+	cost, planCost         float64
+	peakRSSMiB, cpuSeconds float64
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("first NodeClaim %.1fs, all 1000 Running %.1fs, %d nodes $%.3f/h (solver plan: %d nodes $%.3f/h), manager peak RSS %.0f MiB, %.1f CPU-s",
+		r.firstClaim.Seconds(), r.allRunning.Seconds(), r.nodes, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds)
+}
+
+// median takes each measurement's median independently.
+func median(rs []result) result {
+	pick := func(get func(result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	return result{
+		firstClaim: time.Duration(pick(func(r result) float64 { return float64(r.firstClaim) })),
+		allRunning: time.Duration(pick(func(r result) float64 { return float64(r.allRunning) })),
+		nodes:      int(pick(func(r result) float64 { return float64(r.nodes) })),
+		planNodes:  rs[0].planNodes,
+		cost:       pick(func(r result) float64 { return r.cost }),
+		planCost:   rs[0].planCost,
+		peakRSSMiB: pick(func(r result) float64 { return r.peakRSSMiB }),
+		cpuSeconds: pick(func(r result) float64 { return r.cpuSeconds }),
+	}
+}

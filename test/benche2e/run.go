@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/catalog"
+	"github.com/joist-dev/joist/test/env"
+)
+
+// sizes are the five Deployments: replicas, cpu, memory (1,000 pods in all).
+var sizes = []struct {
+	replicas    int32
+	cpu, memory string
+}{
+	{400, "100m", "128Mi"}, {300, "250m", "512Mi"}, {150, "500m", "1Gi"}, {100, "1", "2Gi"}, {50, "2", "4Gi"},
+}
+
+func runOnce(ctx context.Context, joist string) (result, error) {
+	var r result
+	e, err := env.Start(env.Options{Scheduler: true, ControllerManager: true, KWOK: true})
+	if err != nil {
+		return r, err
+	}
+	defer func() { _ = e.Stop() }()
+	e.Config.QPS, e.Config.Burst = 1000, 2000
+	kube, err := client.New(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return r, err
+	}
+	cmd := exec.Command(joist, "--leader-elect=false", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)
+	logFile, err := os.Create(filepath.Join(e.LogDir, "joist.log"))
+	if err != nil {
+		return r, err
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return r, fmt.Errorf("starting %s: %w", joist, err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	np := nodePool()
+	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: kwokv1alpha1.KWOKNodeClassSpec{ImageID: "kwok-image-v1"}}); err != nil {
+		return r, err
+	}
+	if err := kube.Create(ctx, np.DeepCopy()); err != nil {
+		return r, err
+	}
+	if err := waitFor(ctx, func() (bool, error) {
+		got := &v1.NodePool{}
+		err := kube.Get(ctx, client.ObjectKey{Name: np.Name}, got)
+		return err == nil && got.IsTrue(v1.ConditionTypeReady), client.IgnoreNotFound(err)
+	}); err != nil {
+		return r, fmt.Errorf("waiting for the nodepool to be ready: %w", err)
+	}
+	deploys := deployments()
+	plan := solver.Solve(solver.Input{Pods: expand(deploys), NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
+	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
+
+	start := time.Now()
+	for _, d := range deploys {
+		if err := kube.Create(ctx, d); err != nil {
+			return r, err
+		}
+	}
+	claims := &v1.NodeClaimList{}
+	if err := waitFor(ctx, func() (bool, error) {
+		err := kube.List(ctx, claims)
+		return err == nil && len(claims.Items) > 0, err
+	}); err != nil {
+		return r, fmt.Errorf("waiting for the first nodeclaim: %w", err)
+	}
+	r.firstClaim = time.Since(start)
+	if err := waitFor(ctx, func() (bool, error) {
+		pods := &corev1.PodList{}
+		if err := kube.List(ctx, pods, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 1000, nil
+	}); err != nil {
+		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
+	}
+	r.allRunning = time.Since(start)
+	if err := kube.List(ctx, claims); err != nil {
+		return r, err
+	}
+	its := catalog.Default()
+	for _, nc := range claims.Items {
+		r.nodes++
+		r.cost += price(its, nc)
+	}
+	r.peakRSSMiB, r.cpuSeconds, err = procStats(cmd.Process.Pid)
+	return r, err
+}
+
+func waitFor(ctx context.Context, cond func() (bool, error)) error {
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// procStats reads the process's peak resident set (VmHWM) and user+system CPU time from /proc.
+func procStats(pid int) (rssMiB, cpuSeconds float64, err error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading manager status: %w", err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			rssMiB = kb / 1024
+		}
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading manager stat: %w", err)
+	}
+	// Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+	fields := strings.Fields(string(stat)[strings.LastIndex(string(stat), ")")+2:])
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	return rssMiB, (utime + stime) / clockTicks, nil
+}
+
+func nodePool() *v1.NodePool {
+	return &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "general"},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+				{Key: "joist.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+			},
+			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.GroupVersion.Group, Kind: "KWOKNodeClass", Name: "default"},
+		}}},
+	}
+}
+
+func deployments() []*appsv1.Deployment {
+	var out []*appsv1.Deployment
+	for i, s := range sizes {
+		labels := map[string]string{"app": fmt.Sprintf("bench-%d", i)}
+		out = append(out, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: labels["app"], Namespace: "default"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(s.replicas),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{
+						Name: "app", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse(s.cpu), corev1.ResourceMemory: resource.MustParse(s.memory),
+						}},
+					}}},
+				},
+			},
+		})
+	}
+	return out
+}
+
+func expand(deploys []*appsv1.Deployment) []*corev1.Pod {
+	var pods []*corev1.Pod
+	for _, d := range deploys {
+		for i := int32(0); i < *d.Spec.Replicas; i++ {
+			pods = append(pods, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", d.Name, i), Namespace: d.Namespace, Labels: d.Spec.Template.Labels},
+				Spec:       *d.Spec.Template.Spec.DeepCopy(),
+			})
+		}
+	}
+	return pods
+}
+
+func price(its []*solver.InstanceType, nc v1.NodeClaim) float64 {
+	for _, it := range its {
+		if it.Name == nc.Labels[v1.LabelInstanceType] {
+			for _, o := range it.Offerings {
+				if o.Zone == nc.Labels[v1.LabelTopologyZone] && o.CapacityType == nc.Labels[v1.CapacityTypeLabelKey] {
+					return o.Price
+				}
+			}
+		}
+	}
+	return 0
+}
