@@ -1,0 +1,90 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// waitAsync runs b.Wait in the background and reports when it returns.
+func waitAsync(b *batcher) <-chan bool {
+	done := make(chan bool, 1)
+	go func() { done <- b.Wait(context.Background()) }()
+	return done
+}
+
+// stepUntilClosed advances the fake clock in small steps until the batch closes, returning the time
+// it took on the fake clock.
+func stepUntilClosed(t *testing.T, clk *clocktesting.FakeClock, done <-chan bool, step time.Duration, onStep func()) time.Duration {
+	t.Helper()
+	start := clk.Now()
+	for i := 0; i < 1000; i++ {
+		select {
+		case ok := <-done:
+			if !ok {
+				t.Fatal("Wait returned false")
+			}
+			return clk.Since(start)
+		default:
+		}
+		for !clk.HasWaiters() {
+			select {
+			case ok := <-done:
+				if !ok {
+					t.Fatal("Wait returned false")
+				}
+				return clk.Since(start)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if onStep != nil {
+			onStep()
+		}
+		clk.Step(step)
+	}
+	t.Fatal("batch never closed")
+	return 0
+}
+
+func TestBatcherClosesWhenArrivalsStop(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 10*time.Second)
+	b.Arrive("a")
+	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, nil)
+	if took < time.Second || took > 1200*time.Millisecond {
+		t.Errorf("batch closed after %s, want the 1s idle window", took)
+	}
+}
+
+func TestBatcherMaxWindowBoundsABusyBatch(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 3*time.Second)
+	b.Arrive("first")
+	n := 0
+	took := stepUntilClosed(t, clk, waitAsync(b), 200*time.Millisecond, func() {
+		n++
+		b.Arrive(types.UID(string(rune('a' + n%26)) + time.Duration(n).String()))
+	})
+	if took < 3*time.Second || took > 3400*time.Millisecond {
+		t.Errorf("busy batch closed after %s, want the 3s max window", took)
+	}
+}
+
+func TestBatcherIgnoresPodsAlreadySeen(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 10*time.Second)
+	if !b.Arrive("a") {
+		t.Fatal("first arrival of a not new")
+	}
+	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, func() {
+		if b.Arrive("a") {
+			t.Error("a counted as a new arrival twice")
+		}
+	})
+	if took > 1200*time.Millisecond {
+		t.Errorf("status updates of a seen pod held the batch open for %s", took)
+	}
+}
