@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
@@ -193,4 +194,52 @@ func TestConvergesThroughProviderErrorsAndSoldOutOffering(t *testing.T) {
 		}
 	}
 	t.Logf("converged on %d nodes despite 30%% launch errors and sold-out %+v", len(s.claims()), soldOut)
+}
+
+func TestGuardrailClusterLimitsStopLaunchesAcrossPools(t *testing.T) {
+	s := newStack(t, kwokOptions())
+	ctx := s.ctx(2 * time.Minute)
+	cpu := resource.MustParse("12")
+	guardrail := &policyv1alpha1.Guardrail{
+		ObjectMeta: metav1.ObjectMeta{Name: "platform"},
+		Spec:       policyv1alpha1.GuardrailSpec{ClusterLimits: &policyv1alpha1.ClusterLimits{CPU: &cpu}},
+	}
+	amd := kwokNodePool("amd", nil, v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})
+	arm := kwokNodePool("arm", nil, v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}})
+	s.create(ctx, guardrail, kwokNodeClass(0), amd, arm)
+	s.startManager()
+	amdPods := deployment("amd-hungry", 8, "1", "1Gi", nodeSelector(v1.LabelArch, "amd64"))
+	armPods := deployment("arm-hungry", 8, "1", "1Gi", nodeSelector(v1.LabelArch, "arm64"))
+	s.create(ctx, amdPods, armPods)
+	// Some pod of the two deployments must be refused, naming the Guardrail and the limit.
+	var note string
+	s.eventually(ctx, "a FailedProvisioning event naming the Guardrail", func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := s.kube.List(ctx, &pods, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for i := range pods.Items {
+			for _, e := range s.eventsFor(ctx, &pods.Items[i], "FailedProvisioning") {
+				if strings.Contains(e.Note, `Guardrail "platform"`) && strings.Contains(e.Note, "clusterLimits.cpu=12") {
+					note = e.Note
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	}, s.describeClaims)
+	t.Logf("FailedProvisioning: %s", note)
+	var total resource.Quantity
+	pools := map[string]bool{}
+	for _, nc := range s.claims() {
+		c := nc.Status.Capacity[corev1.ResourceCPU]
+		if c.IsZero() {
+			c = nc.Spec.Resources.Requests[corev1.ResourceCPU]
+		}
+		total.Add(c)
+		pools[nc.Labels[v1.NodePoolLabelKey]] = true
+	}
+	if total.Cmp(cpu) > 0 {
+		t.Errorf("Joist nodes hold %s cpu across pools %v, above the Guardrail's clusterLimits.cpu=12\n%s", total.String(), pools, s.describeClaims())
+	}
 }
