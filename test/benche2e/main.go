@@ -20,6 +20,7 @@ func main() {
 	runs := flag.Int("runs", 3, "Number of runs, each on a fresh control plane.")
 	joist := flag.String("joist", "bin/joist", "Path of the joist binary.")
 	timeout := flag.Duration("timeout", 3*time.Minute, "Give up on a run after this long.")
+	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
 	flag.Parse()
 	env.DiscardLogs()
 	root, err := env.RepoRoot()
@@ -44,6 +45,14 @@ func fail(err error) {
 	fmt.Fprintln(os.Stderr, "bench-e2e:", err)
 	os.Exit(1)
 }
+
+// managerArgs are extra flags for the manager.
+var managerArgs stringList
+
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint([]string(*l)) }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
 // result is one run's measurements.
 type result struct {

@@ -45,8 +45,9 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	cmd := exec.Command(joist, "--leader-elect=false", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	args := append([]string{"--leader-elect=false", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, managerArgs...)
+	cmd := exec.Command(joist, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)
 	logFile, err := os.Create(filepath.Join(e.LogDir, "joist.log"))
 	if err != nil {
