@@ -27,6 +27,9 @@ import (
 	"github.com/joist-dev/joist/controllers/state"
 )
 
+// InitializedSettle is how long after a node initialized its emptiness starts to count.
+const InitializedSettle = 10 * time.Second
+
 // Emptiness deletes empty NodeClaims.
 type Emptiness struct {
 	kube        client.Client
@@ -74,7 +77,12 @@ func (e *Emptiness) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if after.IsNever() {
 		return reconcile.Result{}, nil
 	}
+	// A node that just initialized may be empty only because its pods have not bound yet (after a
+	// restart their nominations are gone): count emptiness from InitializedSettle after init at the earliest.
 	since := nc.GetCondition(v1.ConditionTypeEmpty).LastTransitionTime.Time
+	if settled := nc.GetCondition(v1.ConditionTypeInitialized).LastTransitionTime.Add(InitializedSettle); settled.After(since) {
+		since = settled
+	}
 	if left := since.Add(*after.Duration).Sub(e.clock.Now()); left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil
 	}
