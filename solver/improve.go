@@ -184,43 +184,55 @@ func (s *solver) split(n *node) bool {
 	step := max(1, len(cheaper)/splitCandidates)
 	bestCost, bestA := cur-1e-9, []bool(nil)
 	var bestUsedA, bestUsedB resVec
-	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
-		t := p.types[cheaper[ti]]
-		inA := make([]bool, len(n.pods))
-		usedA, usedB := s.d.zero(), s.d.zero()
-		var portsA []hostPort
-		countA := 0
+	// Pods by class, for the balancing fill (only without host ports).
+	var byClass [][]int
+	if len(n.ports) == 0 {
+		idx := map[*class]int{}
 		for _, i := range order {
 			c := n.cls[i]
-			if fitsIn(usedA, c.req, t.alloc) && (len(c.ports) == 0 || portsFree(portsA, c.ports)) {
-				usedA.add(c.req)
-				portsA = append(portsA, c.ports...)
-				inA[i] = true
-				countA++
-			} else {
-				usedB.add(c.req)
+			k, ok := idx[c]
+			if !ok {
+				k = len(byClass)
+				idx[c] = k
+				byClass = append(byClass, nil)
 			}
+			byClass[k] = append(byClass[k], i)
 		}
-		if countA == 0 || countA == len(n.pods) {
-			continue
-		}
-		ca, ai := s.nodeCost(n, compat, usedA)
-		cb, bi := s.nodeCost(n, compat, usedB)
-		if ai < 0 || bi < 0 {
-			continue
-		}
-		if p.limited {
-			extra := p.types[ai].capacity.clone()
-			extra.add(p.types[bi].capacity)
-			extra.sub(n.commit)
-			slack := p.remaining.clone()
-			slack.sub(p.committed)
-			if !lessEq(extra, slack) {
+	}
+	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
+		t := p.types[cheaper[ti]]
+		for variant := 0; variant < 2; variant++ {
+			var inA []bool
+			var usedA, usedB resVec
+			var countA int
+			if variant == 0 {
+				inA, usedA, usedB, countA = s.fillShare(n, order, t.alloc)
+			} else if len(byClass) > 1 {
+				inA, usedA, usedB, countA = s.fillBalanced(n, byClass, t.alloc)
+			} else {
+				break
+			}
+			if countA == 0 || countA == len(n.pods) {
 				continue
 			}
-		}
-		if ca+cb < bestCost {
-			bestCost, bestA, bestUsedA, bestUsedB = ca+cb, inA, usedA, usedB
+			ca, ai := s.nodeCost(n, compat, usedA)
+			cb, bi := s.nodeCost(n, compat, usedB)
+			if ai < 0 || bi < 0 {
+				continue
+			}
+			if p.limited {
+				extra := p.types[ai].capacity.clone()
+				extra.add(p.types[bi].capacity)
+				extra.sub(n.commit)
+				slack := p.remaining.clone()
+				slack.sub(p.committed)
+				if !lessEq(extra, slack) {
+					continue
+				}
+			}
+			if ca+cb < bestCost {
+				bestCost, bestA, bestUsedA, bestUsedB = ca+cb, inA, usedA, usedB
+			}
 		}
 	}
 	if bestA == nil {
@@ -290,4 +302,63 @@ func (s *solver) applySplit(n *node, inA []bool, usedA, usedB resVec, optsA, opt
 	s.nodes = append(s.nodes, b)
 	s.open = append(s.open, b)
 	return true
+}
+
+// fillShare fills part A of a split up to alloc with n's pods in the given order (first fit),
+// keeping host ports apart; the rest is part B.
+func (s *solver) fillShare(n *node, order []int, alloc resVec) ([]bool, resVec, resVec, int) {
+	inA := make([]bool, len(n.pods))
+	usedA, usedB := s.d.zero(), s.d.zero()
+	var portsA []hostPort
+	countA := 0
+	for _, i := range order {
+		c := n.cls[i]
+		if fitsIn(usedA, c.req, alloc) && (len(c.ports) == 0 || portsFree(portsA, c.ports)) {
+			usedA.add(c.req)
+			portsA = append(portsA, c.ports...)
+			inA[i] = true
+			countA++
+		} else {
+			usedB.add(c.req)
+		}
+	}
+	return inA, usedA, usedB, countA
+}
+
+// fillBalanced fills part A of a split up to alloc one pod at a time, taking the class whose
+// request best matches the room left (dotScore), so A ends up full in every resource rather than
+// in one; the rest is part B. byClass lists n's pod indices per class.
+func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, resVec, resVec, int) {
+	inA := make([]bool, len(n.pods))
+	usedA := s.d.zero()
+	taken := make([]int, len(byClass))
+	countA := 0
+	for {
+		rem := alloc.clone()
+		rem.sub(usedA)
+		bk, bestScore := -1, -1.0
+		for k, idx := range byClass {
+			if taken[k] >= len(idx) {
+				continue
+			}
+			c := n.cls[idx[0]]
+			if !fitsIn(usedA, c.req, alloc) {
+				continue
+			}
+			if sc := dotScore(c.req, rem, alloc); sc > bestScore {
+				bk, bestScore = k, sc
+			}
+		}
+		if bk < 0 {
+			break
+		}
+		i := byClass[bk][taken[bk]]
+		taken[bk]++
+		inA[i] = true
+		usedA.add(n.cls[i].req)
+		countA++
+	}
+	usedB := n.used.clone()
+	usedB.sub(usedA)
+	return inA, usedA, usedB, countA
 }

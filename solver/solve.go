@@ -16,5 +16,6 @@ func Solve(in Input) Result {
 	s.pendingPrices()
 	s.place()
 	s.improve()
+	s.repack()
 	return s.result()
 }
