@@ -120,8 +120,28 @@ func (s *solver) repack() {
 			left -= s.fillRoom(n, free)
 		}
 	}
+	// Classes that cannot use the type worth most per dollar (another architecture, say) get
+	// their nodes first, and the room those leave is filled with pods free to go anywhere.
+	bestType := -1
+	bestRate := 0.0
+	for i, t := range p.types {
+		if r := s.value(t) / t.minPrice; t.minPrice > 0 && (bestType < 0 || r > bestRate*(1+1e-9)) {
+			bestType, bestRate = i, r
+		}
+	}
+	var restricted []*class
+	for _, c := range free {
+		if bestType >= 0 && !s.compat(p, s.effAt(c, 0).alts[0]).has(bestType) {
+			restricted = append(restricted, c)
+		}
+	}
 	for left > 0 {
-		k := s.packNew(p, free)
+		n, k := s.packNew(p, restricted)
+		if n != nil {
+			k += s.fillRoom(n, free)
+		} else {
+			_, k = s.packNew(p, free)
+		}
 		if k == 0 {
 			break
 		}
@@ -233,8 +253,8 @@ type freeFill struct {
 
 // packNew opens one node for the free pods left: it simulates filling each candidate type
 // (best-balancing pod first) and keeps the type whose pods are worth most per dollar at the
-// resource prices. It returns how many pods it placed.
-func (s *solver) packNew(p *pool, free []*class) int {
+// resource prices. It returns the node and how many pods it placed.
+func (s *solver) packNew(p *pool, free []*class) (*node, int) {
 	var best *freeFill
 	bestEff := 0.0
 	for ti, t := range p.types {
@@ -258,7 +278,7 @@ func (s *solver) packNew(p *pool, free []*class) int {
 		}
 	}
 	if best == nil {
-		return 0
+		return nil, 0
 	}
 	n := &node{id: len(s.nodes), name: "new-" + itoa(len(s.open)), pool: p, zone: -1,
 		used: best.used, reqs: best.reqs, zoneMask: best.zm, ctMask: best.cm}
@@ -273,7 +293,7 @@ func (s *solver) packNew(p *pool, free []*class) int {
 	}
 	n.cheap = cheapest(p, n.options, n.zoneMask, n.ctMask)
 	if n.cheap < 0 {
-		return 0
+		return nil, 0
 	}
 	for i, c := range free {
 		if k := best.counts[i]; k > 0 {
@@ -284,7 +304,7 @@ func (s *solver) packNew(p *pool, free []*class) int {
 	s.refreshAlloc(n)
 	s.nodes = append(s.nodes, n)
 	s.open = append(s.open, n)
-	return best.n
+	return n, best.n
 }
 
 // simulateFill packs the free pods left onto one node of type ti, best-balancing pod first,
