@@ -2,23 +2,59 @@ package solver
 
 import (
 	"math/bits"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// repackFree reports whether pods of c can be taken off their planned nodes and placed again
-// without touching any topology count, port or preference: no spread, affinity or anti-affinity
-// (its own or a term counting it), no host ports, no volumes, nothing to relax, one alternative.
-func (s *solver) repackFree(c *class) bool {
-	if c.err != "" || !s.nothingToRelax(c) || len(c.memberOf) > 0 || len(c.repelledBy) > 0 ||
-		len(c.hardSpread) > 0 || len(c.softSpread) > 0 || len(c.hardAff) > 0 || len(c.softAff) > 0 ||
-		len(c.hardAnti) > 0 || len(c.softAnti) > 0 || len(c.ports) > 0 || len(c.volZones) > 0 ||
-		c.zoneRelevant || !s.zoneFree(c) {
-		return false
+// movable reports how repack may move pods of c: free (anywhere; no topology, ports, volumes or
+// preferences), zoneLocked (between nodes of the zone they are in: zone spread or volumes only,
+// so the per-zone counts do not change) or not at all.
+func (s *solver) movable(c *class, p *pool) int {
+	if c.err != "" || !s.nothingToRelax(c) || len(c.repelledBy) > 0 || len(c.hardAff) > 0 ||
+		len(c.softAff) > 0 || len(c.hardAnti) > 0 || len(c.softAnti) > 0 || len(c.softSpread) > 0 ||
+		len(c.ports) > 0 {
+		return notMovable
+	}
+	if _, bad := untolerated(c.tols, p.taints); bad {
+		return notMovable
 	}
 	e := s.effAt(c, 0)
-	return len(e.alts) == 1 && e.alts[0].conflict == ""
+	if len(e.alts) != 1 || e.alts[0].conflict != "" {
+		return notMovable
+	}
+	for _, g := range c.memberOf {
+		if g.hostname {
+			return notMovable
+		}
+	}
+	for _, sp := range c.hardSpread {
+		if sp.g.hostname {
+			return notMovable
+		}
+	}
+	if len(c.memberOf) == 0 && len(c.hardSpread) == 0 && len(c.volZones) == 0 && !c.zoneRelevant && s.zoneFree(c) {
+		return freeMove
+	}
+	return zoneLocked
 }
+
+const (
+	notMovable = iota
+	freeMove
+	zoneLocked
+)
+
+// item is the pods of one class repack re-places; zone is -1 for free pods, else the zone they
+// must stay in.
+type item struct {
+	c    *class
+	zone int
+	pods []*corev1.Pod
+	next int
+}
+
+func (it *item) left() int { return len(it.pods) - it.next }
 
 // nothingToRelax reports whether c has no preference that could change where it goes: its only
 // step is avoiding PreferNoSchedule taints, and no pool has any.
@@ -66,22 +102,26 @@ func (s *solver) repack() {
 	if p.limited || len(p.minValues) > 0 {
 		return
 	}
-	var free []*class
-	isFree := map[*class]bool{}
+	kind := map[*class]int{}
+	some := false
 	for _, c := range s.classes {
-		if _, bad := untolerated(c.tols, p.taints); !bad && s.repackFree(c) {
-			free = append(free, c)
-			isFree[c] = true
+		if k := s.movable(c, p); k != notMovable {
+			kind[c] = k
+			some = true
 		}
 	}
-	if len(free) == 0 {
+	if !some {
 		return
 	}
 	before := s.planCost()
-	snap := s.snapshot(free)
+	snap := s.snapshot()
 
-	removed := map[*class][]*corev1.Pod{}
-	moved := false
+	type ikey struct {
+		c    *class
+		zone int
+	}
+	items := map[ikey]*item{}
+	var order []*item
 	for _, n := range s.open {
 		if n.maxAlloc == nil { // made by a split
 			s.refreshAlloc(n)
@@ -93,35 +133,64 @@ func (s *solver) repack() {
 		var cls []*class
 		used := n.used.clone()
 		for i, c := range n.cls {
-			if isFree[c] {
-				removed[c] = append(removed[c], n.pods[i])
-				used.sub(c.req)
+			k := kind[c]
+			if k == notMovable || (k == zoneLocked && n.zone < 0) {
+				pods, cls = append(pods, n.pods[i]), append(cls, c)
 				continue
 			}
-			pods, cls = append(pods, n.pods[i]), append(cls, c)
+			key := ikey{c, -1}
+			if k == zoneLocked {
+				key.zone = n.zone
+				for _, g := range c.memberOf {
+					g.add(n, -1)
+				}
+			}
+			it := items[key]
+			if it == nil {
+				it = &item{c: c, zone: key.zone}
+				items[key] = it
+				order = append(order, it)
+			}
+			it.pods = append(it.pods, n.pods[i])
+			used.sub(c.req)
 		}
 		if len(pods) == len(n.pods) {
 			continue
 		}
-		moved = true
 		n.pods, n.cls, n.used = pods, cls, used
 		s.reshape(n)
 	}
-	if !moved {
+	if len(order) == 0 {
 		return
 	}
-	left := 0
-	for _, c := range free {
-		c.pods, c.next, c.curTag, c.level = removed[c], 0, -1, 0
-		left += len(c.pods)
+	// Items in class order (largest first), zone-locked ones by zone.
+	rank := map[*class]int{}
+	for i, c := range s.classes {
+		rank[c] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if a, b := rank[order[i].c], rank[order[j].c]; a != b {
+			return a < b
+		}
+		return order[i].zone < order[j].zone
+	})
+	var free []*item
+	zoned := make([][]*item, len(s.zones))
+	for _, it := range order {
+		if it.zone < 0 {
+			free = append(free, it)
+		} else {
+			zoned[it.zone] = append(zoned[it.zone], it)
+		}
 	}
 	for _, n := range s.open {
 		if len(n.pods) > 0 && n.cheap >= 0 {
-			left -= s.fillRoom(n, free)
+			s.fillRoom(n, order)
 		}
 	}
-	// Classes that cannot use the type worth most per dollar (another architecture, say) get
-	// their nodes first, and the room those leave is filled with pods free to go anywhere.
+	// Zone-locked pods get nodes in their zone first, then pods that cannot use the type worth
+	// most per dollar (another architecture, say), then the rest; the room each new node leaves
+	// is filled with pods that may go there.
 	bestType := -1
 	bestRate := 0.0
 	for i, t := range p.types {
@@ -129,28 +198,51 @@ func (s *solver) repack() {
 			bestType, bestRate = i, r
 		}
 	}
-	var restricted []*class
-	for _, c := range free {
-		if bestType >= 0 && !s.compat(p, s.effAt(c, 0).alts[0]).has(bestType) {
-			restricted = append(restricted, c)
+	restrictedOf := func(its []*item) []*item {
+		var out []*item
+		for _, it := range its {
+			if bestType >= 0 && !s.compat(p, s.effAt(it.c, 0).alts[0]).has(bestType) {
+				out = append(out, it)
+			}
+		}
+		return out
+	}
+	packAll := func(its, fillers []*item, zone int) {
+		restricted := restrictedOf(its)
+		all := append(append([]*item(nil), its...), fillers...)
+		for {
+			n := s.packNew(p, restricted, zone)
+			if n == nil {
+				n = s.packNew(p, its, zone)
+			}
+			if n == nil {
+				return
+			}
+			s.fillRoom(n, all)
 		}
 	}
-	for left > 0 {
-		n, k := s.packNew(p, restricted)
-		if n != nil {
-			k += s.fillRoom(n, free)
-		} else {
-			_, k = s.packNew(p, free)
+	for z, its := range zoned {
+		if len(its) > 0 {
+			packAll(its, free, z)
 		}
-		if k == 0 {
-			break
-		}
-		left -= k
+	}
+	packAll(free, nil, -1)
+	left := 0
+	for _, it := range order {
+		left += it.left()
 	}
 	if left == 0 {
 		s.improve()
 	}
 	if left > 0 || s.planCost() >= before*(1-1e-9) {
+		for _, it := range order {
+			if it.zone >= 0 && it.left() > 0 {
+				for _, g := range it.c.memberOf {
+					g.zoneCnt[it.zone] += int32(it.left())
+					g.total += int32(it.left())
+				}
+			}
+		}
 		s.restore(snap)
 	}
 }
@@ -158,13 +250,10 @@ func (s *solver) repack() {
 type nodeSnap struct {
 	open, nodes, firstLive int
 	saved                  []node
-	pods                   map[*class][]*corev1.Pod
-	next                   map[*class]int
 }
 
-func (s *solver) snapshot(free []*class) nodeSnap {
-	sn := nodeSnap{open: len(s.open), nodes: len(s.nodes), firstLive: s.firstLive,
-		pods: map[*class][]*corev1.Pod{}, next: map[*class]int{}}
+func (s *solver) snapshot() nodeSnap {
+	sn := nodeSnap{open: len(s.open), nodes: len(s.nodes), firstLive: s.firstLive}
 	for _, n := range s.open {
 		c := *n
 		c.pods = append([]*corev1.Pod(nil), n.pods...)
@@ -172,9 +261,6 @@ func (s *solver) snapshot(free []*class) nodeSnap {
 		c.ports = append([]hostPort(nil), n.ports...)
 		c.used = n.used.clone()
 		sn.saved = append(sn.saved, c)
-	}
-	for _, c := range free {
-		sn.pods[c], sn.next[c] = c.pods, c.next
 	}
 	return sn
 }
@@ -185,9 +271,6 @@ func (s *solver) restore(sn nodeSnap) {
 	s.open, s.nodes, s.firstLive = s.open[:sn.open], s.nodes[:sn.nodes], sn.firstLive
 	for i, n := range s.open {
 		*n = sn.saved[i]
-	}
-	for c, pods := range sn.pods {
-		c.pods, c.next = pods, sn.next[c]
 	}
 }
 
@@ -203,45 +286,74 @@ func dotScore(req, rem, alloc resVec) float64 {
 	return v
 }
 
-// fillRoom places free pods into the room n's cheapest type has left, best-balancing first; it
-// returns how many it placed.
-func (s *solver) fillRoom(n *node, free []*class) int {
-	placed := 0
-	skip := map[*class]bool{}
+// fillRoom places pods of the items that may go on n into the room n's cheapest type has left,
+// best-balancing first.
+func (s *solver) fillRoom(n *node, items []*item) {
+	skip := map[*item]bool{}
 	for {
 		alloc := n.pool.types[n.cheap].alloc
 		rem := alloc.clone()
 		rem.sub(n.used)
-		var best *class
+		var best *item
 		bestScore := -1.0
-		for _, c := range free {
-			if skip[c] || c.next >= len(c.pods) || !fitsIn(n.used, c.req, alloc) {
+		for _, it := range items {
+			if skip[it] || it.left() == 0 || (it.zone >= 0 && it.zone != n.zone) || !fitsIn(n.used, it.c.req, alloc) {
 				continue
 			}
-			if sc := dotScore(c.req, rem, alloc); sc > bestScore {
-				best, bestScore = c, sc
+			if sc := dotScore(it.c.req, rem, alloc); sc > bestScore {
+				best, bestScore = it, sc
 			}
 		}
 		if best == nil {
-			return placed
+			return
 		}
-		e := s.effAt(best, 0)
-		mv, _ := s.prepareNew(best, e, e.alts[0], n, 1, true)
-		if mv == nil {
+		if !s.tryRoom(best, n) {
 			skip[best] = true
-			continue
 		}
-		at := s.commitMove(best, mv)
-		if at.k == 0 {
-			skip[best] = true
-			continue
-		}
-		best.next += at.k
-		placed += at.k
 	}
 }
 
-// freeFill is a simulated packing of free pods onto one node of a type.
+// tryRoom puts one pod of it on n if n's requirements admit it and its cheapest type holds it.
+func (s *solver) tryRoom(it *item, n *node) bool {
+	p, c := n.pool, it.c
+	a := s.effAt(c, 0).alts[0]
+	zm, cm := n.zoneMask&a.zoneMask, n.ctMask&a.ctMask
+	if zm == 0 || cm == 0 || n.cheap < 0 {
+		return false
+	}
+	reqs, cand := n.reqs, n.options
+	if len(a.reqs) > 0 {
+		reqs = n.reqs.and(a.reqs)
+		if reqs.conflict() != "" {
+			return false
+		}
+		cand = cand.and(s.compat(p, a))
+	}
+	t := p.types[n.cheap]
+	if !cand.has(n.cheap) || t.zonesFor(zm, cm) == 0 || !fitsIn(n.used, c.req, t.alloc) {
+		return false
+	}
+	if zm != n.zoneMask || cm != n.ctMask {
+		cand = s.filter(cand, func(t *itype) bool { return t.zonesFor(zm, cm) != 0 }, p.types)
+	}
+	ok := false
+	s.withItem(it, func() { ok, _, _ = s.commitNew(c, n, 1, cand, reqs, zm, cm, n.zone) })
+	if ok {
+		it.next++
+	}
+	return ok
+}
+
+// withItem runs fn with the item's pods standing in for its class's, so assign takes them.
+func (s *solver) withItem(it *item, fn func()) {
+	c := it.c
+	pods, next := c.pods, c.next
+	c.pods, c.next = it.pods, it.next
+	fn()
+	c.pods, c.next = pods, next
+}
+
+// freeFill is a simulated packing of items onto one node of a type.
 type freeFill struct {
 	t      int
 	counts []int
@@ -251,14 +363,14 @@ type freeFill struct {
 	n      int
 }
 
-// packNew opens one node for the free pods left: it simulates filling each candidate type
-// (best-balancing pod first) and keeps the type whose pods are worth most per dollar at the
-// resource prices. It returns the node and how many pods it placed.
-func (s *solver) packNew(p *pool, free []*class) (*node, int) {
+// packNew opens one node for the items' pods left (in zone, or any zone for -1): it simulates
+// filling each candidate type (best-balancing pod first) and keeps the type whose pods are worth
+// most per dollar at the resource prices. nil if no pod was placed.
+func (s *solver) packNew(p *pool, items []*item, zone int) *node {
 	var best *freeFill
 	bestEff := 0.0
 	for ti, t := range p.types {
-		f := s.simulateFill(p, ti, free)
+		f := s.simulateFill(p, ti, items, zone)
 		if f == nil {
 			continue
 		}
@@ -278,11 +390,11 @@ func (s *solver) packNew(p *pool, free []*class) (*node, int) {
 		}
 	}
 	if best == nil {
-		return nil, 0
+		return nil
 	}
-	n := &node{id: len(s.nodes), name: "new-" + itoa(len(s.open)), pool: p, zone: -1,
+	n := &node{id: len(s.nodes), name: "new-" + itoa(len(s.open)), pool: p, zone: zone,
 		used: best.used, reqs: best.reqs, zoneMask: best.zm, ctMask: best.cm}
-	if bits.OnesCount64(best.zm) == 1 {
+	if zone < 0 && bits.OnesCount64(best.zm) == 1 {
 		n.zone = bits.TrailingZeros64(best.zm)
 	}
 	n.options = newBitset(len(p.types))
@@ -293,49 +405,55 @@ func (s *solver) packNew(p *pool, free []*class) (*node, int) {
 	}
 	n.cheap = cheapest(p, n.options, n.zoneMask, n.ctMask)
 	if n.cheap < 0 {
-		return nil, 0
+		return nil
 	}
-	for i, c := range free {
+	for i, it := range items {
 		if k := best.counts[i]; k > 0 {
-			s.assign(c, n, k)
-			c.next += k
+			s.withItem(it, func() { s.assign(it.c, n, k) })
+			it.next += k
 		}
 	}
 	s.refreshAlloc(n)
 	s.nodes = append(s.nodes, n)
 	s.open = append(s.open, n)
-	return n, best.n
+	return n
 }
 
-// simulateFill packs the free pods left onto one node of type ti, best-balancing pod first,
+// simulateFill packs the items' pods left onto one node of type ti, best-balancing pod first,
 // keeping the node's requirements consistent; nil if no pod fits.
-func (s *solver) simulateFill(p *pool, ti int, free []*class) *freeFill {
+func (s *solver) simulateFill(p *pool, ti int, items []*item, zone int) *freeFill {
 	t := p.types[ti]
-	f := &freeFill{t: ti, counts: make([]int, len(free)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
-	ok := make([]bool, len(free))
-	for i, c := range free {
-		if c.next >= len(c.pods) {
+	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
+	if zone >= 0 {
+		f.zm &= 1 << uint(zone)
+	}
+	if t.zonesFor(f.zm, f.cm) == 0 {
+		return nil
+	}
+	ok := make([]bool, len(items))
+	for i, it := range items {
+		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
 			continue
 		}
-		a := s.effAt(c, 0).alts[0]
-		ok[i] = s.compat(p, a).has(ti) && lessEq(c.req, t.alloc)
+		a := s.effAt(it.c, 0).alts[0]
+		ok[i] = s.compat(p, a).has(ti) && lessEq(it.c.req, t.alloc)
 	}
 	for {
 		rem := t.alloc.clone()
 		rem.sub(f.used)
 		bi, bestScore := -1, -1.0
-		for i, c := range free {
-			if !ok[i] || f.counts[i] >= len(c.pods)-c.next || !fitsIn(f.used, c.req, t.alloc) {
+		for i, it := range items {
+			if !ok[i] || f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
 				continue
 			}
-			if sc := dotScore(c.req, rem, t.alloc); sc > bestScore {
+			if sc := dotScore(it.c.req, rem, t.alloc); sc > bestScore {
 				bi, bestScore = i, sc
 			}
 		}
 		if bi < 0 {
 			break
 		}
-		c := free[bi]
+		c := items[bi].c
 		if f.counts[bi] == 0 {
 			a := s.effAt(c, 0).alts[0]
 			reqs := f.reqs
