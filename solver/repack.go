@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"math"
 	"math/bits"
 	"sort"
 
@@ -94,7 +95,7 @@ func (s *solver) planCost() float64 {
 // chosen to balance each node's resources (the dot-product heuristic for vector bin packing).
 // The result is kept only if the plan got cheaper. It runs for a single NodePool without limits
 // or minValues, where any free pod may go on any node whose requirements admit it.
-func (s *solver) repack() {
+func (s *solver) repack(topUp bool) {
 	if len(s.pools) != 1 {
 		return
 	}
@@ -209,11 +210,26 @@ func (s *solver) repack() {
 	}
 	packAll := func(its, fillers []*item, zone int) {
 		restricted := restrictedOf(its)
+		isR := map[*item]bool{}
+		for _, it := range restricted {
+			isR[it] = true
+		}
+		first := append([]*item(nil), restricted...)
+		for _, it := range its {
+			if !isR[it] {
+				first = append(first, it)
+			}
+		}
+		first = append(first, fillers...)
 		all := append(append([]*item(nil), its...), fillers...)
+		second := all
+		if !topUp {
+			first, second = restricted, its
+		}
 		for {
-			n := s.packNew(p, restricted, zone)
+			n := s.packNew(p, first, len(restricted), zone, bestRate)
 			if n == nil {
-				n = s.packNew(p, its, zone)
+				n = s.packNew(p, second, len(its), zone, bestRate)
 			}
 			if n == nil {
 				return
@@ -361,16 +377,28 @@ type freeFill struct {
 	reqs   reqSet
 	zm, cm uint64
 	n      int
+	// usedPrimary is the primary items' part of used.
+	usedPrimary resVec
 }
 
-// packNew opens one node for the items' pods left (in zone, or any zone for -1): it simulates
-// filling each candidate type (best-balancing pod first) and keeps the type whose pods are worth
-// most per dollar at the resource prices. nil if no pod was placed.
-func (s *solver) packNew(p *pool, items []*item, zone int) *node {
+// packNew opens one node for the pods left of items[:primary] (in zone, or any zone for -1),
+// topped up with pods of the other items: it simulates filling each candidate type
+// (best-balancing pod first) and keeps the type whose net price per unit of primary demand (at
+// the resource prices) is lowest, where the top-up pods are credited with the least they would
+// cost elsewhere (their value at bestRate, the best value per dollar of any type). nil if no
+// primary pod was placed.
+func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate float64) *node {
 	var best *freeFill
-	bestEff := 0.0
+	bestCost := 0.0
+	value := func(v resVec) float64 {
+		x := 0.0
+		for r, q := range v {
+			x += float64(q) * s.w[r]
+		}
+		return x
+	}
 	for ti, t := range p.types {
-		f := s.simulateFill(p, ti, items, zone)
+		f := s.simulateFill(p, ti, items, primary, zone)
 		if f == nil {
 			continue
 		}
@@ -378,15 +406,18 @@ func (s *solver) packNew(p *pool, items []*item, zone int) *node {
 		if pr <= 0 {
 			continue
 		}
-		v := 0.0
-		for r, q := range f.used {
-			v += float64(q) * s.w[r]
+		vp := value(f.usedPrimary)
+		if vp <= 0 {
+			vp = float64(f.n) * 1e-12
 		}
-		if v <= 0 {
-			v = float64(f.n) * 1e-12
+		fill := f.used.clone()
+		fill.sub(f.usedPrimary)
+		credit := 0.0
+		if bestRate > 0 {
+			credit = value(fill) / bestRate
 		}
-		if eff := v / pr; best == nil || eff > bestEff*(1+1e-9) {
-			best, bestEff = f, eff
+		if cost := (pr - credit) / vp; best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
+			best, bestCost = f, cost
 		}
 	}
 	if best == nil {
@@ -419,9 +450,10 @@ func (s *solver) packNew(p *pool, items []*item, zone int) *node {
 	return n
 }
 
-// simulateFill packs the items' pods left onto one node of type ti, best-balancing pod first,
-// keeping the node's requirements consistent; nil if no pod fits.
-func (s *solver) simulateFill(p *pool, ti int, items []*item, zone int) *freeFill {
+// simulateFill packs the pods left of items onto one node of type ti, best-balancing pod first:
+// items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
+// no primary pod fits.
+func (s *solver) simulateFill(p *pool, ti int, items []*item, primary, zone int) *freeFill {
 	t := p.types[ti]
 	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
 	if zone >= 0 {
@@ -431,18 +463,24 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, zone int) *freeFil
 		return nil
 	}
 	ok := make([]bool, len(items))
+	anyPrimary := false
 	for i, it := range items {
 		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
 			continue
 		}
 		a := s.effAt(it.c, 0).alts[0]
 		ok[i] = s.compat(p, a).has(ti) && lessEq(it.c.req, t.alloc)
+		anyPrimary = anyPrimary || (ok[i] && i < primary)
 	}
+	if !anyPrimary {
+		return nil
+	}
+	limit := primary
 	for {
 		rem := t.alloc.clone()
 		rem.sub(f.used)
 		bi, bestScore := -1, -1.0
-		for i, it := range items {
+		for i, it := range items[:limit] {
 			if !ok[i] || f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
 				continue
 			}
@@ -451,6 +489,10 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, zone int) *freeFil
 			}
 		}
 		if bi < 0 {
+			if limit < len(items) && f.usedPrimary != nil {
+				limit = len(items)
+				continue
+			}
 			break
 		}
 		c := items[bi].c
@@ -468,10 +510,16 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, zone int) *freeFil
 			f.reqs, f.zm, f.cm = reqs, zm, cm
 		}
 		f.used.add(c.req)
+		if bi < primary {
+			if f.usedPrimary == nil {
+				f.usedPrimary = s.d.zero()
+			}
+			f.usedPrimary.add(c.req)
+		}
 		f.counts[bi]++
 		f.n++
 	}
-	if f.n == 0 {
+	if f.usedPrimary == nil {
 		return nil
 	}
 	return f

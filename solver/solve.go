@@ -16,6 +16,7 @@ func Solve(in Input) Result {
 	s.pendingPrices()
 	s.place()
 	s.improve()
-	s.repack()
+	s.repack(false)
+	s.repack(true)
 	return s.result()
 }
