@@ -476,14 +476,17 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, primary, zone int)
 		return nil
 	}
 	limit := primary
+	rem := s.d.zero()
 	for {
-		rem := t.alloc.clone()
-		rem.sub(f.used)
-		bi, bestScore := -1, -1.0
+		for r := range rem {
+			rem[r] = t.alloc[r] - f.used[r]
+		}
+		bi, bestScore, eligible := -1, -1.0, 0
 		for i, it := range items[:limit] {
 			if !ok[i] || f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
 				continue
 			}
+			eligible++
 			if sc := dotScore(it.c.req, rem, t.alloc); sc > bestScore {
 				bi, bestScore = i, sc
 			}
@@ -509,15 +512,22 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, primary, zone int)
 			}
 			f.reqs, f.zm, f.cm = reqs, zm, cm
 		}
-		f.used.add(c.req)
-		if bi < primary {
-			if f.usedPrimary == nil {
-				f.usedPrimary = s.d.zero()
-			}
-			f.usedPrimary.add(c.req)
+		// With one class left that fits, the balanced fill takes it until it no longer fits.
+		k := 1
+		if eligible == 1 {
+			k = fitCount(f.used, c.req, t.alloc, items[bi].left()-f.counts[bi])
 		}
-		f.counts[bi]++
-		f.n++
+		if bi < primary && f.usedPrimary == nil {
+			f.usedPrimary = s.d.zero()
+		}
+		for range k {
+			f.used.add(c.req)
+			if bi < primary {
+				f.usedPrimary.add(c.req)
+			}
+		}
+		f.counts[bi] += k
+		f.n += k
 	}
 	if f.usedPrimary == nil {
 		return nil
