@@ -115,7 +115,8 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	its := catalog.Default()
 	for _, nc := range claims.Items {
 		r.nodes++
-		r.cost += price(its, nc)
+		p, _ := catalog.OfferingPrice(its, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+		r.cost += p
 	}
 	r.peakRSSMiB, r.cpuSeconds, err = procStats(cmd.Process.Pid)
 	return r, err
@@ -210,17 +211,4 @@ func expand(deploys []*appsv1.Deployment) []*corev1.Pod {
 		}
 	}
 	return pods
-}
-
-func price(its []*solver.InstanceType, nc v1.NodeClaim) float64 {
-	for _, it := range its {
-		if it.Name == nc.Labels[v1.LabelInstanceType] {
-			for _, o := range it.Offerings {
-				if o.Zone == nc.Labels[v1.LabelTopologyZone] && o.CapacityType == nc.Labels[v1.CapacityTypeLabelKey] {
-					return o.Price
-				}
-			}
-		}
-	}
-	return 0
 }

@@ -157,22 +157,10 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 		if nc.IsTrue(v1.ConditionTypeReady) {
 			s.ready++
 		}
-		s.costPerHour += price(d.its, it, zone, ct)
+		p, _ := catalog.OfferingPrice(d.its, it, zone, ct)
+		s.costPerHour += p
 	}
 	return s, nil
-}
-
-func price(its []*solver.InstanceType, name, zone, capacityType string) float64 {
-	for _, it := range its {
-		if it.Name == name {
-			for _, o := range it.Offerings {
-				if o.Zone == zone && o.CapacityType == capacityType {
-					return o.Price
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // watchUntil prints progress every second until done holds (then returns), the timeout passes

@@ -197,19 +197,13 @@ func conditionSummary(nc v1.NodeClaim) string {
 	return out
 }
 
-// priceOf returns the price of a launched claim's offering in the catalog.
+// priceOf returns the price of a launched claim's offering in the catalog (-1 when unknown).
 func priceOf(its []*solver.InstanceType, nc v1.NodeClaim) float64 {
-	for _, it := range its {
-		if it.Name != nc.Labels[v1.LabelInstanceType] {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == nc.Labels[v1.LabelTopologyZone] && o.CapacityType == nc.Labels[v1.CapacityTypeLabelKey] {
-				return o.Price
-			}
-		}
+	p, ok := catalog.OfferingPrice(its, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+	if !ok {
+		return -1
 	}
-	return -1
+	return p
 }
 
 // kwokNodePool returns a NodePool with a KWOKNodeClass "default" and the given extra requirements.
