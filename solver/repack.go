@@ -397,8 +397,12 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		}
 		return x
 	}
+	compat := make([]bitset, len(items))
+	for i, it := range items {
+		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
+	}
 	for ti, t := range p.types {
-		f := s.simulateFill(p, ti, items, primary, zone)
+		f := s.simulateFill(p, ti, items, compat, primary, zone)
 		if f == nil {
 			continue
 		}
@@ -453,7 +457,7 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 // simulateFill packs the pods left of items onto one node of type ti, best-balancing pod first:
 // items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
 // no primary pod fits.
-func (s *solver) simulateFill(p *pool, ti int, items []*item, primary, zone int) *freeFill {
+func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
 	t := p.types[ti]
 	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
 	if zone >= 0 {
@@ -468,8 +472,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, primary, zone int)
 		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
 			continue
 		}
-		a := s.effAt(it.c, 0).alts[0]
-		ok[i] = s.compat(p, a).has(ti) && lessEq(it.c.req, t.alloc)
+		ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc)
 		anyPrimary = anyPrimary || (ok[i] && i < primary)
 	}
 	if !anyPrimary {
@@ -513,9 +516,11 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, primary, zone int)
 			f.reqs, f.zm, f.cm = reqs, zm, cm
 		}
 		// With one class left that fits, the balanced fill takes it until it no longer fits.
-		k := 1
-		if eligible == 1 {
-			k = fitCount(f.used, c.req, t.alloc, items[bi].left()-f.counts[bi])
+		// Otherwise it takes a few pods at a time (an eighth of what would fit), which costs little
+		// balance and keeps the simulation cheap on large types.
+		k := fitCount(f.used, c.req, t.alloc, items[bi].left()-f.counts[bi])
+		if eligible > 1 {
+			k = max(1, k/8)
 		}
 		if bi < primary && f.usedPrimary == nil {
 			f.usedPrimary = s.d.zero()
