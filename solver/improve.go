@@ -326,7 +326,7 @@ func (s *solver) fillShare(n *node, order []int, alloc resVec) ([]bool, resVec, 
 }
 
 // fillBalanced fills part A of a split up to alloc one pod at a time, taking the class whose
-// request best matches the room left (dotScore), so A ends up full in every resource rather than
+// request best fits the room left (fitScore), so A ends up full in every resource rather than
 // in one; the rest is part B. byClass lists n's pod indices per class.
 func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, resVec, resVec, int) {
 	inA := make([]bool, len(n.pods))
@@ -345,7 +345,7 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 			if !fitsIn(usedA, c.req, alloc) {
 				continue
 			}
-			if sc := dotScore(c.req, rem, alloc); sc > bestScore {
+			if sc := fitScore(c.req, rem, alloc); sc > bestScore {
 				bk, bestScore = k, sc
 			}
 		}
