@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestBatcherMaxWindowBoundsABusyBatch(t *testing.T) {
 	n := 0
 	took := stepUntilClosed(t, clk, waitAsync(b), 200*time.Millisecond, func() {
 		n++
-		b.Arrive(types.UID(string(rune('a'+n%26)) + time.Duration(n).String()))
+		b.Arrive(types.UID(fmt.Sprintf("pod-%d", n)))
 	})
 	if took < 3*time.Second || took > 3400*time.Millisecond {
 		t.Errorf("busy batch closed after %s, want the 3s max window", took)
