@@ -98,11 +98,17 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 		if err := kube.List(ctx, pods, client.InNamespace("default")); err != nil {
 			return false, err
 		}
-		running := 0
+		running, bound := 0, 0
 		for _, p := range pods.Items {
 			if p.Status.Phase == corev1.PodRunning {
 				running++
 			}
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		if bound == 1000 && r.allBound == 0 {
+			r.allBound = time.Since(start)
 		}
 		return running == 1000, nil
 	}); err != nil {
