@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/solver"
@@ -94,10 +95,17 @@ func TestProvisionDeploymentsMatchesSolverPlan(t *testing.T) {
 	}
 	want := offlinePlan(t, np, deploys...)
 	s.create(ctx, kwokNodeClass(0), np)
-	s.startManager()
 	for _, d := range deploys {
 		s.create(ctx, d)
 	}
+	// Start Joist once all 200 pods exist, so they form one batch however slowly a loaded machine
+	// creates them; TestBurstsDoNotLaunchTwice covers pods arriving while Joist runs.
+	s.eventually(ctx, "200 pending pods", func(ctx context.Context) (bool, error) {
+		var list corev1.PodList
+		err := s.kube.List(ctx, &list, client.InNamespace("default"))
+		return len(list.Items) == 200, err
+	}, func() string { return "the ReplicaSets did not create 200 pods" })
+	s.startManager()
 	var pods []corev1.Pod
 	for _, d := range deploys {
 		pods = append(pods, s.waitRunning(ctx, int(*d.Spec.Replicas), d.Spec.Template.Labels)...)
@@ -194,7 +202,7 @@ func TestBurstsDoNotLaunchTwice(t *testing.T) {
 	s.startManager()
 	for _, d := range deploys {
 		s.create(ctx, d)
-		time.Sleep(700 * time.Millisecond) // longer than the batch idle window: three batches
+		time.Sleep(1500 * time.Millisecond) // longer than the 1s batch idle window: three batches
 	}
 	var pods []corev1.Pod
 	for _, d := range deploys {
@@ -213,9 +221,13 @@ func TestManagerRestartDuringLaunch(t *testing.T) {
 	np := kwokNodePool("general", nil)
 	d := deployment("restart", 60, "1", "2Gi")
 	want := offlinePlan(t, np, d)
-	s.create(ctx, kwokNodeClass(3*time.Second), np)
+	s.create(ctx, kwokNodeClass(3*time.Second), np, d)
+	s.eventually(ctx, "60 pending pods", func(ctx context.Context) (bool, error) {
+		var list corev1.PodList
+		err := s.kube.List(ctx, &list, client.InNamespace("default"))
+		return len(list.Items) == 60, err
+	}, func() string { return "the ReplicaSet did not create 60 pods" })
 	s.startManager()
-	s.create(ctx, d)
 	s.eventually(ctx, "nodeclaims launched", func(context.Context) (bool, error) {
 		launched := 0
 		for _, nc := range s.claims() {

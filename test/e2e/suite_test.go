@@ -59,7 +59,6 @@ func newStack(t *testing.T, cloud kwok.Options) *stack {
 		cloud.InstanceTypes = catalog.Default()
 	}
 	opts := controllers.DefaultOptions()
-	opts.Provisioning.BatchIdleDuration = 500 * time.Millisecond
 	opts.GarbageCollection.Period = 5 * time.Second
 	s := &stack{t: t, env: e, kube: kube, cloud: cloud, opts: opts}
 	t.Cleanup(s.stopManager)
