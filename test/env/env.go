@@ -95,7 +95,9 @@ func Start(opts Options) (_ *Env, err error) {
 		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: opts.WebhookPaths},
 	}
 	if e.Config, err = e.testEnv.Start(); err != nil {
-		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+		// envtest leaves etcd and kube-apiserver running when a later step (CRD or webhook
+		// install) fails; stop them so a failed start leaks no processes.
+		return nil, errors.Join(fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err), e.testEnv.Stop())
 	}
 	defer func() {
 		if err != nil {
