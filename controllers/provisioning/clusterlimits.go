@@ -33,17 +33,22 @@ func (p *Provisioner) clusterHeadroom(ctx context.Context, claims []v1.NodeClaim
 			continue
 		}
 		nodes++
-		capacity := nc.Status.Capacity
-		if len(capacity) == 0 {
-			capacity = nc.Spec.Resources.Requests
-		}
-		for name, q := range capacity {
+		for name, q := range claimCapacity(nc) {
 			sum := inUse[name]
 			sum.Add(q)
 			inUse[name] = sum
 		}
 	}
 	return policy.ClusterLimitHeadroom(guardrails.Items, inUse, nodes), nil
+}
+
+// claimCapacity is what a NodeClaim counts against limits: its launched capacity, or before launch
+// the requests it was sized for.
+func claimCapacity(nc *v1.NodeClaim) corev1.ResourceList {
+	if len(nc.Status.Capacity) > 0 {
+		return nc.Status.Capacity
+	}
+	return nc.Spec.Resources.Requests
 }
 
 // blockedPlan is a planned node the cluster-wide limits do not allow.

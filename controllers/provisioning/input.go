@@ -214,11 +214,7 @@ func remaining(np *v1.NodePool, claims []*v1.NodeClaim, cluster corev1.ResourceL
 	for name, limit := range np.Spec.Limits {
 		left := limit.DeepCopy()
 		for _, nc := range claims {
-			used, ok := nc.Status.Capacity[name]
-			if !ok {
-				used = nc.Spec.Resources.Requests[name]
-			}
-			left.Sub(used)
+			left.Sub(claimCapacity(nc)[name])
 		}
 		out[name] = left
 	}

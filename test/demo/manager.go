@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +23,7 @@ func startManager(e *env.Env, binary string) (*manager, error) {
 	if _, err := os.Stat(binary); err != nil {
 		return nil, fmt.Errorf("joist binary %s not found: run `make demo` (it builds it) or `go build -o bin/joist ./cmd/joist`", binary)
 	}
-	metrics, err := freePort()
+	metrics, err := env.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -60,13 +59,4 @@ func (m *manager) stop() {
 		_ = m.cmd.Process.Kill()
 		<-m.done
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -100,11 +100,7 @@ func TestProvisionDeploymentsMatchesSolverPlan(t *testing.T) {
 	}
 	// Start Joist once all 200 pods exist, so they form one batch however slowly a loaded machine
 	// creates them; TestBurstsDoNotLaunchTwice covers pods arriving while Joist runs.
-	s.eventually(ctx, "200 pending pods", func(ctx context.Context) (bool, error) {
-		var list corev1.PodList
-		err := s.kube.List(ctx, &list, client.InNamespace("default"))
-		return len(list.Items) == 200, err
-	}, func() string { return "the ReplicaSets did not create 200 pods" })
+	s.waitPodsCreated(ctx, 200)
 	s.startManager()
 	var pods []corev1.Pod
 	for _, d := range deploys {
@@ -143,6 +139,16 @@ func TestProvisionDeploymentsMatchesSolverPlan(t *testing.T) {
 		t.Errorf("launched %d nodes in all, the solver's plan has %d (slack 2)\n%s", got, planned, s.describeClaims())
 	}
 	t.Logf("200 pods on %d nodes, $%.4f/h (plan %d nodes, $%.4f/h)", len(claims), s.cost(), len(want.NewNodeClaims), want.CostPerHour)
+}
+
+// waitPodsCreated waits until the default namespace holds n pods.
+func (s *stack) waitPodsCreated(ctx context.Context, n int) {
+	s.t.Helper()
+	var list corev1.PodList
+	s.eventually(ctx, fmt.Sprintf("%d pods created", n), func(ctx context.Context) (bool, error) {
+		err := s.kube.List(ctx, &list, client.InNamespace("default"))
+		return len(list.Items) == n, err
+	}, func() string { return fmt.Sprintf("%d pods exist", len(list.Items)) })
 }
 
 // firstBatch returns the claims of the earliest provisioning batch.
@@ -222,11 +228,7 @@ func TestManagerRestartDuringLaunch(t *testing.T) {
 	d := deployment("restart", 60, "1", "2Gi")
 	want := offlinePlan(t, np, d)
 	s.create(ctx, kwokNodeClass(3*time.Second), np, d)
-	s.eventually(ctx, "60 pending pods", func(ctx context.Context) (bool, error) {
-		var list corev1.PodList
-		err := s.kube.List(ctx, &list, client.InNamespace("default"))
-		return len(list.Items) == 60, err
-	}, func() string { return "the ReplicaSet did not create 60 pods" })
+	s.waitPodsCreated(ctx, 60)
 	s.startManager()
 	s.eventually(ctx, "nodeclaims launched", func(context.Context) (bool, error) {
 		launched := 0

@@ -159,7 +159,7 @@ func (e *Env) startChildren(assets string, opts Options) error {
 		if err := writeKWOKStages(stages); err != nil {
 			return fmt.Errorf("writing kwok stages: %w", err)
 		}
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}
@@ -210,7 +210,8 @@ func (e *Env) Stop() error {
 	return nil
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free port: %w", err)
