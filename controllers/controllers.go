@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/disruption"
@@ -36,6 +37,12 @@ func DefaultOptions() Options {
 		Termination:       termination.DefaultOptions(),
 		GarbageCollection: garbagecollection.DefaultOptions(),
 	}
+}
+
+// CacheOptions are the informer cache settings the controllers are written for: managed fields are
+// dropped on the way in, since no controller reads them and on pods they are a large share of memory.
+func CacheOptions() cache.Options {
+	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 }
 
 // Register adds the field indexes and every controller to mgr.

@@ -76,6 +76,7 @@ func runManager(args []string) error {
 	cfg.QPS, cfg.Burst = float32(f.kubeAPIQPS), f.kubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
+		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress:  f.probeAddr,
 		WebhookServer:           webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}),

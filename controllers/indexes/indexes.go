@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -17,6 +18,8 @@ const (
 	PodNodeName = "spec.nodeName"
 	// PodUID indexes pods by metadata.uid.
 	PodUID = "metadata.uid"
+	// PodControllerUID indexes pods by the UID of their controlling owner (ReplicaSet, StatefulSet…).
+	PodControllerUID = "metadata.ownerReferences.controller.uid"
 	// NodeProviderID indexes nodes by spec.providerID.
 	NodeProviderID = "spec.providerID"
 	// NodeClaimNodeName indexes NodeClaims by status.nodeName.
@@ -36,6 +39,14 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{string(o.GetUID())}
 	}); err != nil {
 		return fmt.Errorf("indexing pods by uid: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodControllerUID, func(o client.Object) []string {
+		if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+			return []string{string(ref.UID)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing pods by controller uid: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &corev1.Node{}, NodeProviderID, func(o client.Object) []string {
 		return []string{o.(*corev1.Node).Spec.ProviderID}

@@ -2,7 +2,9 @@ package nodeclaim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -115,27 +117,53 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	}
 	defer c.nominations.FinishRelease(batchKey)
 	start := c.clock.Now()
+	nodeOfClaim := map[string]string{}
 	for claim, n := range batch {
-		if err := c.nominate(ctx, claim, n.Name); err != nil {
-			return reconcile.Result{}, err
-		}
+		nodeOfClaim[claim] = n.Name
+	}
+	written, err := c.nominate(ctx, nodeOfClaim)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	for claim := range batch {
 		c.nominations.MarkReleased(claim)
 	}
-	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(batch), "nominating", c.clock.Since(start).String())
+	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(batch), "nominationsWritten", written, "nominating", c.clock.Since(start).String())
+	g, gctx := errgroup.WithContext(ctx)
 	for _, n := range batch {
-		if !hasTaint(n, v1.UnregisteredTaintKey) {
-			continue
-		}
-		stored := n.DeepCopy()
-		n.Spec.Taints = withoutTaint(n.Spec.Taints, v1.UnregisteredTaintKey)
-		if err := c.kube.Patch(ctx, n, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return reconcile.Result{}, fmt.Errorf("lifting the unregistered taint from node %s: %w", n.Name, err)
+		if hasTaint(n, v1.UnregisteredTaintKey) {
+			g.Go(func() error { return c.liftUnregisteredTaint(gctx, n) })
 		}
 	}
+	if err := g.Wait(); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{}, nil
+}
+
+// liftUnregisteredTaint removes the karpenter.sh/unregistered taint with a JSON patch that first
+// tests the taints it replaces. Taints are a list a patch replaces whole, and the node lifecycle
+// controller edits them too; an optimistic lock on the whole Node would also fail on every status
+// heartbeat. A failed test comes back as Invalid.
+func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) error {
+	taints := n.Spec.Taints
+	if taints == nil {
+		taints = []corev1.Taint{}
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/spec/taints", "value": taints},
+		{"op": "replace", "path": "/spec/taints", "value": withoutTaint(n.Spec.Taints, v1.UnregisteredTaintKey)},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.kube.Patch(ctx, n, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("lifting the unregistered taint from node %s: %w", n.Name, err)
+	}
+	return nil
 }
 
 // batchNodes returns the nodes of the claim's provisioning batch by claim name, and how many of the
@@ -173,30 +201,38 @@ func releasable(node *corev1.Node) bool {
 	return nodeReady(node) && !hasTaint(node, corev1.TaintNodeNotReady) && !hasTaint(node, corev1.TaintNodeUnreachable)
 }
 
-// nominate points the still-pending pods planned for the claim at its node.
-func (c *Controller) nominate(ctx context.Context, claim, node string) error {
+// nominate points the still-pending pods planned for each claim (key) at its node (value), all
+// claims' pods at once. It returns how many nominations it had to write.
+func (c *Controller) nominate(ctx context.Context, nodeOfClaim map[string]string) (int, error) {
+	var written atomic.Int32
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(64)
-	for _, uid := range c.nominations.PodsOf(claim) {
-		g.Go(func() error {
-			pod, err := c.podByUID(gctx, uid)
-			if err != nil || pod == nil || pod.Spec.NodeName != "" {
-				return err
-			}
-			if pod.Status.NominatedNodeName == node {
+	g.SetLimit(nominationParallelism)
+	for claim, node := range nodeOfClaim {
+		for _, uid := range c.nominations.PodsOf(claim) {
+			g.Go(func() error {
+				pod, err := c.podByUID(gctx, uid)
+				if err != nil || pod == nil || pod.Spec.NodeName != "" {
+					return err
+				}
+				if pod.Status.NominatedNodeName == node || c.nominations.WrittenSince(pod.UID, pod.ResourceVersion) {
+					return nil // nominated, or our nomination is newer than the cache's copy
+				}
+				patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)))
+				if err := c.kube.Status().Patch(gctx, pod, patch); err != nil {
+					return client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
+				}
 				c.nominations.Written(pod.UID, pod.ResourceVersion)
+				written.Add(1)
 				return nil
-			}
-			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)))
-			if err := c.kube.Status().Patch(gctx, pod, patch); err != nil {
-				return client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
-			}
-			c.nominations.Written(pod.UID, pod.ResourceVersion)
-			return nil
-		})
+			})
+		}
 	}
-	return g.Wait()
+	err := g.Wait()
+	return int(written.Load()), err
 }
+
+// nominationParallelism bounds the nomination patches in flight.
+const nominationParallelism = 128
 
 func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}

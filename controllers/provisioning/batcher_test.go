@@ -89,3 +89,39 @@ func TestBatcherIgnoresPodsAlreadySeen(t *testing.T) {
 		t.Errorf("status updates of a seen pod held the batch open for %s", took)
 	}
 }
+
+func TestBatcherClosesEarlyWhenArrivalsAreDone(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 10*time.Second)
+	done := false
+	b.closeWhenArrivalsDone(200*time.Millisecond, func() bool { return done })
+	b.Arrive("a")
+	n := 0
+	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
+		n++
+		if n == 4 { // after three steps (150ms) the workloads create their last pod
+			b.Arrive("b")
+			done = true
+		}
+	})
+	if took < 350*time.Millisecond || took > 400*time.Millisecond {
+		t.Errorf("batch closed after %s, want the 200ms settle after the last arrival at 150ms", took)
+	}
+	if _, by := b.LastBatch(); by != "arrivals done" {
+		t.Errorf("closed by %q, want arrivals done", by)
+	}
+}
+
+func TestBatcherWaitsOutTheIdleWindowWhileArrivalsAreNotDone(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 10*time.Second)
+	b.closeWhenArrivalsDone(200*time.Millisecond, func() bool { return false })
+	b.Arrive("a")
+	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, nil)
+	if took < time.Second || took > 1100*time.Millisecond {
+		t.Errorf("batch closed after %s, want the 1s idle window", took)
+	}
+	if _, by := b.LastBatch(); by != "idle" {
+		t.Errorf("closed by %q, want idle", by)
+	}
+}

@@ -2,8 +2,11 @@ package provisioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +39,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	result := solver.Solve(s.input)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
-	log.FromContext(ctx).Info("solved batch", "pods", len(s.pending), "newNodeClaims", len(result.NewNodeClaims),
+	opened, closedBy := p.batcher.LastBatch()
+	log.FromContext(ctx).Info("solved batch", "pods", len(s.pending), "batchOpenFor", start.Sub(opened).String(), "closedBy", closedBy, "newNodeClaims", len(result.NewNodeClaims),
 		"unschedulable", len(result.Unschedulable), "costPerHour", result.CostPerHour, "duration", p.clock.Since(start).String())
 
 	claimOf := map[string]string{}
@@ -53,13 +57,17 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		}
 	}
 	plans, blocked := admitPlans(s.cluster, result.NewNodeClaims)
-	var errs []error
 	batch := fmt.Sprintf("%d", start.UnixNano())
+	errs := make([]error, len(plans))
+	var g errgroup.Group // not WithContext: one failed create must not cancel the others
+	g.SetLimit(launchParallelism)
 	for i := range plans {
-		if err := p.launch(ctx, s.nodePools[plans[i].NodePool], &plans[i], batch); err != nil {
-			errs = append(errs, err)
-		}
+		g.Go(func() error {
+			errs[i] = p.launch(ctx, s.nodePools[plans[i].NodePool], &plans[i], batch)
+			return nil
+		})
 	}
+	_ = g.Wait()
 	for _, b := range blocked {
 		for _, pod := range b.plan.Pods {
 			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", b.reason)
@@ -73,11 +81,14 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("launching %d of %d nodeclaims failed, first: %w", len(errs), len(plans), errs[0])
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("creating nodeclaims: %w", err)
 	}
 	return nil
 }
+
+// launchParallelism bounds the NodeClaim creates in flight: a batch's nodes should start together.
+const launchParallelism = 16
 
 // launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
 func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string) error {
@@ -92,8 +103,10 @@ func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.
 		"pods", len(plan.Pods))
 	for _, pod := range plan.Pods {
 		p.nominations.Nominate(nc.Name, pod.UID)
-		p.recorder.Eventf(pod, nc, corev1.EventTypeNormal, ReasonNominated, "Provision",
-			"Pod should schedule on: nodeclaim/%s (%s)", nc.Name, plan.InstanceType.Name)
+		if p.nominatedEvents.TryAccept() {
+			p.recorder.Eventf(pod, nc, corev1.EventTypeNormal, ReasonNominated, "Provision",
+				"Pod should schedule on: nodeclaim/%s (%s)", nc.Name, plan.InstanceType.Name)
+		}
 	}
 	return nil
 }

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +31,10 @@ type Options struct {
 	BatchIdleDuration time.Duration
 	// BatchMaxDuration closes a batch this long after its first pod, however busy.
 	BatchMaxDuration time.Duration
+	// BatchSettleDuration closes a batch sooner than the idle window: once no new pod arrived for
+	// this long and every Deployment, ReplicaSet, StatefulSet and Job has created the pods it wants.
+	// Zero turns it off.
+	BatchSettleDuration time.Duration
 	// ResyncPeriod re-runs the solver for pods still pending, in case nothing else triggers it.
 	ResyncPeriod time.Duration
 	// RejectionGrace is how long a pod the kube-scheduler turned away from its planned node keeps its
@@ -41,11 +48,12 @@ type Options struct {
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{
-		BatchIdleDuration: time.Second,
-		BatchMaxDuration:  10 * time.Second,
-		ResyncPeriod:      30 * time.Second,
-		NominationTTL:     30 * time.Second,
-		RejectionGrace:    2 * time.Second,
+		BatchIdleDuration:   time.Second,
+		BatchMaxDuration:    10 * time.Second,
+		BatchSettleDuration: 200 * time.Millisecond,
+		ResyncPeriod:        30 * time.Second,
+		NominationTTL:       30 * time.Second,
+		RejectionGrace:      2 * time.Second,
 	}
 }
 
@@ -67,6 +75,10 @@ type Provisioner struct {
 
 	batcher     *batcher
 	nominations *state.Nominations
+	// nominatedEvents rate-limits the per-pod Nominated events (burst 10, then 5/s, as Karpenter
+	// does): a 1,000-pod burst would otherwise add 1,000 writes to the apiserver just when it is
+	// busiest creating, nominating and binding those pods.
+	nominatedEvents flowcontrol.RateLimiter
 }
 
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
@@ -75,8 +87,9 @@ var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
 func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvider, nominations *state.Nominations, recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Provisioner {
 	return &Provisioner{
 		kube: kube, cache: c, cloud: cloud, recorder: recorder, clock: clk, opts: opts,
-		batcher:     newBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
-		nominations: nominations,
+		batcher:         newBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
+		nominations:     nominations,
+		nominatedEvents: flowcontrol.NewTokenBucketRateLimiterWithClock(5, 10, clk),
 	}
 }
 
@@ -90,6 +103,15 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	}
 	logger := log.FromContext(ctx).WithName("provisioner")
 	ctx = log.IntoContext(ctx, logger)
+	if p.opts.BatchSettleDuration > 0 {
+		p.batcher.closeWhenArrivalsDone(p.opts.BatchSettleDuration, func() bool {
+			done, err := p.arrivalsDone(ctx)
+			if err != nil {
+				logger.Error(err, "checking whether workloads have created their pods")
+			}
+			return done
+		})
+	}
 	go p.resync(ctx)
 	for p.batcher.Wait(ctx) {
 		if err := p.Provision(ctx); err != nil {
@@ -122,6 +144,36 @@ func (p *Provisioner) resync(ctx context.Context) {
 	}
 }
 
+// scheduledMessage is the message of the pod's PodScheduled condition.
+func scheduledMessage(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// replanWhenExpired starts a batch once a rejected pod's nomination has expired, unless it bound or
+// went away first.
+func (p *Provisioner) replanWhenExpired(ctx context.Context, pod types.UID) {
+	for {
+		left, rejected := p.nominations.ExpiresIn(pod, p.clock.Now(), p.opts.RejectionGrace)
+		if !rejected {
+			return
+		}
+		if left <= 0 {
+			p.batcher.Trigger()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.clock.After(left):
+		}
+	}
+}
+
 // watch feeds the batcher from informer events: a new provisionable pod is an arrival; a deleted
 // NodeClaim or Node may leave pods without capacity, so it triggers a batch too.
 func (p *Provisioner) watch(ctx context.Context) error {
@@ -129,6 +181,7 @@ func (p *Provisioner) watch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("getting pod informer: %w", err)
 	}
+	logger := log.FromContext(ctx)
 	onPod := func(obj interface{}) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -138,20 +191,19 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, p.clock.Now()) {
 				// Its planned node did not take it. Give the scheduler RejectionGrace to place it
 				// there after all (spread constraints loosen as other pods land), then plan again.
-				go func() {
-					select {
-					case <-ctx.Done():
-					case <-p.clock.After(p.opts.RejectionGrace):
-						p.batcher.Trigger()
-					}
-				}()
+				claim, _ := p.nominations.ClaimOf(pod.UID)
+				logger.V(1).Info("kube-scheduler turned a pod away from its planned node", "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
+				go p.replanWhenExpired(ctx, pod.UID)
 				return
 			}
 			p.batcher.Arrive(pod.UID)
 			return
 		}
 		p.batcher.Forget(pod.UID)
-		if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
+		switch {
+		case pod.Spec.NodeName != "":
+			p.nominations.Bound(pod.UID, p.clock.Now())
+		case !pod.DeletionTimestamp.IsZero():
 			p.nominations.ForgetPod(pod.UID)
 		}
 	}

@@ -27,6 +27,8 @@ type Nominations struct {
 	rejected map[types.UID]time.Time
 	// releasing holds the provisioning batches whose release one worker is carrying out.
 	releasing map[string]bool
+	// lastBind is when a nominated pod last bound to a node.
+	lastBind time.Time
 }
 
 // NewNominations returns an empty store.
@@ -87,6 +89,19 @@ func (n *Nominations) Written(pod types.UID, resourceVersion string) {
 	n.written[pod] = rv
 }
 
+// WrittenSince reports whether our nomination patch left the pod at a resourceVersion newer than
+// resourceVersion: a cached copy that old does not show the nomination yet.
+func (n *Nominations) WrittenSince(pod types.UID, resourceVersion string) bool {
+	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	written, ok := n.written[pod]
+	return ok && written > rv
+}
+
 // Rejected records, and reports the first time, that the pod was nominated to a released claim yet is
 // seen, in a version newer than our nomination, pending without a nominated node: the scheduler
 // clears the field when it cannot place a pod. The rejection is often transient (topology spread
@@ -110,12 +125,32 @@ func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion
 	return true
 }
 
-// Expired drops, and reports, the nomination of a pod the scheduler rejected at least grace ago.
+// ExpiresIn returns how long until the rejected pod's nomination expires (zero or less: it has), and
+// false when the pod is not a rejected nominee. A rejection counts from when it was seen or from the
+// last time a nominated pod bound, whichever is later: while the kube-scheduler is still working
+// through a released batch it may not have come back to the pod yet.
+func (n *Nominations) ExpiresIn(pod types.UID, now time.Time, grace time.Duration) (time.Duration, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.expiresInLocked(pod, now, grace)
+}
+
+func (n *Nominations) expiresInLocked(pod types.UID, now time.Time, grace time.Duration) (time.Duration, bool) {
+	at, ok := n.rejected[pod]
+	if !ok {
+		return 0, false
+	}
+	if n.lastBind.After(at) {
+		at = n.lastBind
+	}
+	return at.Add(grace).Sub(now), true
+}
+
+// Expired drops, and reports, the nomination of a pod whose rejection has expired (see ExpiresIn).
 func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	at, ok := n.rejected[pod]
-	if !ok || now.Sub(at) < grace {
+	if left, ok := n.expiresInLocked(pod, now, grace); !ok || left > 0 {
 		return false
 	}
 	if claim, ok := n.byPod[pod]; ok {
@@ -125,6 +160,16 @@ func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration)
 	delete(n.written, pod)
 	delete(n.rejected, pod)
 	return true
+}
+
+// Bound drops the nomination of a pod that was bound, noting when a nominee last bound.
+func (n *Nominations) Bound(pod types.UID, now time.Time) {
+	n.mu.Lock()
+	if _, ok := n.byPod[pod]; ok {
+		n.lastBind = now
+	}
+	n.mu.Unlock()
+	n.ForgetPod(pod)
 }
 
 // ForgetPod drops the pod's nomination (it was bound or deleted).

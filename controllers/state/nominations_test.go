@@ -58,3 +58,51 @@ func TestNominationsLifecycle(t *testing.T) {
 		t.Fatal("release not handed back")
 	}
 }
+
+func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
+	n := NewNominations()
+	now := time.Unix(100, 0)
+	n.Nominate("claim-a", "pod-1")
+	n.Nominate("claim-a", "pod-2")
+	n.MarkReleased("claim-a")
+	n.Written("pod-1", "10")
+	if !n.Rejected("pod-1", "", "11", now) {
+		t.Fatal("rejection not recorded")
+	}
+	// The scheduler is still binding the batch: pod-2 binds 1.5s after the rejection.
+	n.Bound("pod-2", now.Add(1500*time.Millisecond))
+	if left, ok := n.ExpiresIn("pod-1", now.Add(2*time.Second), 2*time.Second); !ok || left != 1500*time.Millisecond {
+		t.Fatalf("ExpiresIn = %s, %v; want 1.5s left, counted from the last bind", left, ok)
+	}
+	if n.Expired("pod-1", now.Add(3*time.Second), 2*time.Second) {
+		t.Fatal("expired although a nominee bound less than the grace ago")
+	}
+	if !n.Expired("pod-1", now.Add(3500*time.Millisecond), 2*time.Second) {
+		t.Fatal("not expired the grace after the last bind")
+	}
+	if _, ok := n.ExpiresIn("pod-1", now.Add(4*time.Second), 2*time.Second); ok {
+		t.Fatal("an expired pod still reported as a rejected nominee")
+	}
+	// A bind of a pod nobody nominated is not progress of a batch.
+	n.Nominate("claim-a", "pod-3")
+	n.Written("pod-3", "20")
+	n.Rejected("pod-3", "", "21", now.Add(10*time.Second))
+	n.Bound("pod-other", now.Add(11*time.Second))
+	if !n.Expired("pod-3", now.Add(12*time.Second), 2*time.Second) {
+		t.Fatal("an unrelated pod's bind delayed the expiry")
+	}
+}
+
+func TestWrittenSince(t *testing.T) {
+	n := NewNominations()
+	n.Written("pod-1", "10")
+	if !n.WrittenSince("pod-1", "9") {
+		t.Error("a cached copy older than our write must count as not showing it yet")
+	}
+	if n.WrittenSince("pod-1", "10") || n.WrittenSince("pod-1", "12") {
+		t.Error("a cached copy as new as our write shows it")
+	}
+	if n.WrittenSince("pod-2", "1") {
+		t.Error("no write recorded for pod-2")
+	}
+}

@@ -21,6 +21,7 @@ func main() {
 	joist := flag.String("joist", "bin/joist", "Path of the joist binary.")
 	timeout := flag.Duration("timeout", 3*time.Minute, "Give up on a run after this long.")
 	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
+	flag.BoolVar(&requestStats, "request-stats", false, "Also print the apiserver's request counts by verb and resource.")
 	flag.Parse()
 	env.DiscardLogs()
 	root, err := env.RepoRoot()
@@ -46,6 +47,9 @@ func fail(err error) {
 	os.Exit(1)
 }
 
+// requestStats prints the apiserver's request counts after each run.
+var requestStats bool
+
 // managerArgs are extra flags for the manager.
 var managerArgs stringList
 
@@ -60,11 +64,19 @@ type result struct {
 	nodes, planNodes                 int
 	cost, planCost                   float64
 	peakRSSMiB, cpuSeconds           float64
+	timeline                         string
 }
 
 func (r result) String() string {
 	return fmt.Sprintf("first NodeClaim %.1fs, all 1000 bound %.1fs, Running %.1fs, %d nodes $%.3f/h (solver plan: %d nodes $%.3f/h), manager peak RSS %.0f MiB, %.1f CPU-s",
-		r.firstClaim.Seconds(), r.allBound.Seconds(), r.allRunning.Seconds(), r.nodes, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds)
+		r.firstClaim.Seconds(), r.allBound.Seconds(), r.allRunning.Seconds(), r.nodes, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds) + timelineSuffix(r.timeline)
+}
+
+func timelineSuffix(t string) string {
+	if t == "" {
+		return ""
+	}
+	return "\n       " + t
 }
 
 // median takes each measurement's median independently.

@@ -79,7 +79,11 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	plan := solver.Solve(solver.Input{Pods: expand(deploys), NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
 	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
 
-	start := time.Now()
+	tl, err := watchTimeline(ctx, e.Config, 1000)
+	if err != nil {
+		return r, err
+	}
+	tl.begin()
 	for _, d := range deploys {
 		if err := kube.Create(ctx, d); err != nil {
 			return r, err
@@ -92,29 +96,18 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	}); err != nil {
 		return r, fmt.Errorf("waiting for the first nodeclaim: %w", err)
 	}
-	r.firstClaim = time.Since(start)
-	if err := waitFor(ctx, func() (bool, error) {
-		pods := &corev1.PodList{}
-		if err := kube.List(ctx, pods, client.InNamespace("default")); err != nil {
-			return false, err
-		}
-		running, bound := 0, 0
-		for _, p := range pods.Items {
-			if p.Status.Phase == corev1.PodRunning {
-				running++
-			}
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		if bound == 1000 && r.allBound == 0 {
-			r.allBound = time.Since(start)
-		}
-		return running == 1000, nil
-	}); err != nil {
+	r.firstClaim = tl.since()
+	if err := tl.wait(ctx); err != nil {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
-	r.allRunning = time.Since(start)
+	r.allBound, r.allRunning, r.timeline = tl.allBound, tl.allRunning, tl.String()
+	if requestStats {
+		counts, err := requestCounts(ctx, e.Config)
+		if err != nil {
+			return r, err
+		}
+		r.timeline += "\n       apiserver requests: " + counts
+	}
 	if err := kube.List(ctx, claims); err != nil {
 		return r, err
 	}

@@ -70,6 +70,7 @@ func (s *stack) startManager() {
 	s.t.Helper()
 	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
 		Scheme:                 s.env.Scheme,
+		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
