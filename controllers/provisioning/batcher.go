@@ -9,27 +9,51 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// batcher collects pod arrivals into batches: a batch closes when no new pod has arrived for the
-// idle window, or when the max window since its first arrival has passed, or — sooner — when no pod
-// has arrived for the settle window and arrivalsDone says no more pods are on their way. Only pods
-// not seen before count as arrivals, so the scheduler's status updates on pods already seen don't hold
-// a batch open.
+// workload is the controller (ReplicaSet, StatefulSet, Job) that created an arriving pod.
+type workload struct {
+	Kind, Namespace, Name string
+	UID                   types.UID
+}
+
+// batcher collects pod arrivals into batches. Without a completeness check, a batch closes when no
+// new pod has arrived for the idle window. With one (closeWhenComplete), a batch closes once no pod
+// has arrived for the settle window and every workload whose pods are in the batch has created all
+// the pods it wants: arrivals have stopped, so there is nothing to wait for. A batch holding pods of
+// no known workload (bare pods, custom controllers) also waits out the idle window. The
+// max window since the first arrival bounds every batch. Only pods not seen before count as
+// arrivals, so the scheduler's status updates on pods already seen don't hold a batch open.
 type batcher struct {
 	clock  clock.WithTicker
 	idle   time.Duration
 	max    time.Duration
 	settle time.Duration
-	// arrivalsDone, when set, reports whether the workload controllers have created all their pods.
-	arrivalsDone func() bool
+	// complete reports whether the workloads have created all the pods they want.
+	complete func([]workload) bool
 
-	mu    sync.Mutex
-	seen  map[types.UID]struct{}
-	first time.Time
-	last  time.Time
-	kick  chan struct{}
+	mu        sync.Mutex
+	seen      map[types.UID]struct{}
+	first     time.Time
+	last      time.Time
+	workloads map[types.UID]workload
+	unowned   bool
+	kick      chan struct{}
 	// opened and closedBy describe the batch Wait last closed.
 	opened   time.Time
 	closedBy string
+}
+
+// completePoll is how often a settled batch asks whether its workloads are complete.
+const completePoll = 50 * time.Millisecond
+
+func newBatcher(c clock.WithTicker, idle, max time.Duration) *batcher {
+	return &batcher{clock: c, idle: idle, max: max, seen: map[types.UID]struct{}{},
+		workloads: map[types.UID]workload{}, kick: make(chan struct{}, 1)}
+}
+
+// closeWhenComplete makes batches close once no pod arrived for settle and complete reports that
+// the batch's workloads have created all their pods.
+func (b *batcher) closeWhenComplete(settle time.Duration, complete func([]workload) bool) {
+	b.settle, b.complete = settle, complete
 }
 
 // LastBatch says when the batch Wait last closed had its first arrival, and what closed it.
@@ -39,31 +63,26 @@ func (b *batcher) LastBatch() (opened time.Time, closedBy string) {
 	return b.opened, b.closedBy
 }
 
-// arrivalsPoll is how often a settled batch asks whether arrivals are done.
-const arrivalsPoll = 50 * time.Millisecond
-
-func newBatcher(c clock.WithTicker, idle, max time.Duration) *batcher {
-	return &batcher{clock: c, idle: idle, max: max, seen: map[types.UID]struct{}{}, kick: make(chan struct{}, 1)}
-}
-
-// closeWhenArrivalsDone makes batches close once no pod arrived for settle and done reports true.
-func (b *batcher) closeWhenArrivalsDone(settle time.Duration, done func() bool) {
-	b.settle, b.arrivalsDone = settle, done
-}
-
-// Arrive records a provisionable pod. It reports whether the pod is new to the batcher.
-func (b *batcher) Arrive(uid types.UID) bool {
+// Arrive records a provisionable pod created by w (nil: no workload the batcher can check). It
+// reports whether the pod is new to the batcher.
+func (b *batcher) Arrive(uid types.UID, w *workload) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.seen[uid]; ok {
 		return false
 	}
 	b.seen[uid] = struct{}{}
+	if w != nil {
+		b.workloads[w.UID] = *w
+	} else {
+		b.unowned = true
+	}
 	b.touchLocked()
 	return true
 }
 
-// Trigger starts (or extends) a batch without a new pod, e.g. when capacity went away.
+// Trigger starts (or extends) a batch without a new pod, e.g. when capacity went away. It brings no
+// arrivals to wait for: a batch of triggers alone closes after the settle window.
 func (b *batcher) Trigger() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -97,40 +116,9 @@ func (b *batcher) Wait(ctx context.Context) bool {
 	case <-b.kick:
 	}
 	for {
-		b.mu.Lock()
-		now := b.clock.Now()
-		idleLeft := b.last.Add(b.idle).Sub(now)
-		maxLeft := b.first.Add(b.max).Sub(now)
-		settleLeft := b.last.Add(b.settle).Sub(now)
-		b.mu.Unlock()
-		// arrivalsDone reads the cache: call it without holding the lock informer handlers need.
-		settled := b.arrivalsDone != nil && settleLeft <= 0 && idleLeft > 0 && b.arrivalsDone()
-		b.mu.Lock()
-		if b.last.Add(b.settle).After(now) && settled {
-			settled = false // a pod arrived while we looked
-		}
-		if idleLeft <= 0 || maxLeft <= 0 || settled {
-			switch {
-			case settled:
-				b.closedBy = "arrivals done"
-			case maxLeft <= 0:
-				b.closedBy = "max duration"
-			default:
-				b.closedBy = "idle"
-			}
-			b.opened, b.first, b.last = b.first, time.Time{}, time.Time{}
-			// Drain a kick that arrived while we waited: it belongs to the batch we are closing.
-			select {
-			case <-b.kick:
-			default:
-			}
-			b.mu.Unlock()
+		closedBy, wait := b.check()
+		if closedBy != "" {
 			return true
-		}
-		b.mu.Unlock()
-		wait := min(idleLeft, maxLeft)
-		if b.arrivalsDone != nil {
-			wait = min(wait, max(settleLeft, arrivalsPoll))
 		}
 		select {
 		case <-ctx.Done():
@@ -138,4 +126,58 @@ func (b *batcher) Wait(ctx context.Context) bool {
 		case <-b.clock.After(wait):
 		}
 	}
+}
+
+// check closes the open batch if it is due, saying why; otherwise it says how long to wait before
+// looking again.
+func (b *batcher) check() (closedBy string, wait time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	idleLeft := b.last.Add(b.idle).Sub(now)
+	maxLeft := b.first.Add(b.max).Sub(now)
+	switch {
+	case maxLeft <= 0:
+		return b.closeLocked("max duration"), 0
+	case b.complete == nil:
+		if idleLeft <= 0 {
+			return b.closeLocked("idle"), 0
+		}
+		return "", min(idleLeft, maxLeft)
+	}
+	if settleLeft := b.last.Add(b.settle).Sub(now); settleLeft > 0 {
+		return "", min(settleLeft, maxLeft)
+	}
+	workloads := make([]workload, 0, len(b.workloads))
+	for _, w := range b.workloads {
+		workloads = append(workloads, w)
+	}
+	last := b.last
+	// complete reads the cache: call it without the lock that informer handlers need.
+	b.mu.Unlock()
+	complete := b.complete(workloads)
+	b.mu.Lock()
+	switch {
+	case !b.last.Equal(last):
+		return "", min(b.settle, maxLeft) // a pod arrived while we looked
+	case !complete:
+		return "", min(completePoll, maxLeft) // pods are on their way: hold until they are here
+	case !b.unowned:
+		return b.closeLocked("workloads complete"), 0
+	case idleLeft <= 0:
+		return b.closeLocked("idle"), 0
+	}
+	return "", min(idleLeft, maxLeft)
+}
+
+func (b *batcher) closeLocked(by string) string {
+	b.opened, b.closedBy = b.first, by
+	b.first, b.last = time.Time{}, time.Time{}
+	b.workloads, b.unowned = map[types.UID]workload{}, false
+	// Drain a kick that arrived while we waited: it belongs to the batch we are closing.
+	select {
+	case <-b.kick:
+	default:
+	}
+	return by
 }

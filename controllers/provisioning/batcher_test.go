@@ -53,7 +53,7 @@ func stepUntilClosed(t *testing.T, clk *clocktesting.FakeClock, done <-chan bool
 func TestBatcherClosesWhenArrivalsStop(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 10*time.Second)
-	b.Arrive("a")
+	b.Arrive("a", nil)
 	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, nil)
 	if took < time.Second || took > 1200*time.Millisecond {
 		t.Errorf("batch closed after %s, want the 1s idle window", took)
@@ -63,11 +63,11 @@ func TestBatcherClosesWhenArrivalsStop(t *testing.T) {
 func TestBatcherMaxWindowBoundsABusyBatch(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 3*time.Second)
-	b.Arrive("first")
+	b.Arrive("first", nil)
 	n := 0
 	took := stepUntilClosed(t, clk, waitAsync(b), 200*time.Millisecond, func() {
 		n++
-		b.Arrive(types.UID(fmt.Sprintf("pod-%d", n)))
+		b.Arrive(types.UID(fmt.Sprintf("pod-%d", n)), nil)
 	})
 	if took < 3*time.Second || took > 3400*time.Millisecond {
 		t.Errorf("busy batch closed after %s, want the 3s max window", took)
@@ -77,11 +77,11 @@ func TestBatcherMaxWindowBoundsABusyBatch(t *testing.T) {
 func TestBatcherIgnoresPodsAlreadySeen(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 10*time.Second)
-	if !b.Arrive("a") {
+	if !b.Arrive("a", nil) {
 		t.Fatal("first arrival of a not new")
 	}
 	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, func() {
-		if b.Arrive("a") {
+		if b.Arrive("a", nil) {
 			t.Error("a counted as a new arrival twice")
 		}
 	})
@@ -90,38 +90,78 @@ func TestBatcherIgnoresPodsAlreadySeen(t *testing.T) {
 	}
 }
 
-func TestBatcherClosesEarlyWhenArrivalsAreDone(t *testing.T) {
+var rs = &workload{Kind: "ReplicaSet", Namespace: "default", Name: "web-1", UID: "rs-uid"}
+
+func TestBatcherClosesOnceItsWorkloadsAreComplete(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 10*time.Second)
-	done := false
-	b.closeWhenArrivalsDone(200*time.Millisecond, func() bool { return done })
-	b.Arrive("a")
+	complete := false
+	var asked []workload
+	b.closeWhenComplete(200*time.Millisecond, func(ws []workload) bool { asked = ws; return complete })
+	b.Arrive("a", rs)
 	n := 0
 	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
 		n++
-		if n == 4 { // after three steps (150ms) the workloads create their last pod
-			b.Arrive("b")
-			done = true
+		if n == 4 { // after three steps (150ms) the ReplicaSet creates its last pod
+			b.Arrive("b", rs)
+			complete = true
 		}
 	})
 	if took < 350*time.Millisecond || took > 400*time.Millisecond {
 		t.Errorf("batch closed after %s, want the 200ms settle after the last arrival at 150ms", took)
 	}
-	if _, by := b.LastBatch(); by != "arrivals done" {
-		t.Errorf("closed by %q, want arrivals done", by)
+	if _, by := b.LastBatch(); by != "workloads complete" {
+		t.Errorf("closed by %q, want workloads complete", by)
+	}
+	if len(asked) != 1 || asked[0] != *rs {
+		t.Errorf("asked about %v, want the batch's ReplicaSet", asked)
 	}
 }
 
-func TestBatcherWaitsOutTheIdleWindowWhileArrivalsAreNotDone(t *testing.T) {
+func TestBatcherHoldsABatchWhileItsWorkloadsCreatePods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 3*time.Second)
+	complete := false
+	b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return complete })
+	b.Arrive("a", rs)
+	n := 0
+	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, func() {
+		n++
+		if n == 20 { // 1.9s: far past the idle window, the ReplicaSet's last pods arrive
+			b.Arrive("b", rs)
+			complete = true
+		}
+	})
+	if took < 2100*time.Millisecond || took > 2200*time.Millisecond {
+		t.Errorf("batch closed after %s, want it held past the idle window until 200ms after the workload completed at 1.9s", took)
+	}
+}
+
+func TestBatcherWaitsOutTheIdleWindowForPodsOfNoWorkload(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 10*time.Second)
-	b.closeWhenArrivalsDone(200*time.Millisecond, func() bool { return false })
-	b.Arrive("a")
+	b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return true })
+	b.Arrive("a", rs)
+	b.Arrive("bare", nil)
 	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, nil)
 	if took < time.Second || took > 1100*time.Millisecond {
 		t.Errorf("batch closed after %s, want the 1s idle window", took)
 	}
 	if _, by := b.LastBatch(); by != "idle" {
 		t.Errorf("closed by %q, want idle", by)
+	}
+}
+
+func TestBatcherMaxWindowBoundsAnIncompleteWorkload(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 3*time.Second)
+	b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return false })
+	b.Arrive("a", rs)
+	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, nil)
+	if took < 3*time.Second || took > 3100*time.Millisecond {
+		t.Errorf("batch closed after %s, want the 3s max window", took)
+	}
+	if _, by := b.LastBatch(); by != "max duration" {
+		t.Errorf("closed by %q, want max duration", by)
 	}
 }

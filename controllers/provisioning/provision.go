@@ -37,11 +37,12 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
+	snapshotTook := p.clock.Since(start)
 	result := solver.Solve(s.input)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
 	opened, closedBy := p.batcher.LastBatch()
 	log.FromContext(ctx).Info("solved batch", "pods", len(s.pending), "batchOpenFor", start.Sub(opened).String(), "closedBy", closedBy, "newNodeClaims", len(result.NewNodeClaims),
-		"unschedulable", len(result.Unschedulable), "costPerHour", result.CostPerHour, "duration", p.clock.Since(start).String())
+		"unschedulable", len(result.Unschedulable), "costPerHour", result.CostPerHour, "duration", p.clock.Since(start).String(), "snapshot", snapshotTook.String())
 
 	claimOf := map[string]string{}
 	for _, n := range s.input.Nodes {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
@@ -31,9 +34,10 @@ type Options struct {
 	BatchIdleDuration time.Duration
 	// BatchMaxDuration closes a batch this long after its first pod, however busy.
 	BatchMaxDuration time.Duration
-	// BatchSettleDuration closes a batch sooner than the idle window: once no new pod arrived for
-	// this long and every Deployment, ReplicaSet, StatefulSet and Job has created the pods it wants.
-	// Zero turns it off.
+	// BatchSettleDuration closes a batch of workload pods once no new pod arrived for this long and
+	// every ReplicaSet, StatefulSet and Job with pods in the batch has created all the pods it wants;
+	// until then the batch is held open (up to BatchMaxDuration), since more pods are on their way.
+	// Batches with other pods also wait out BatchIdleDuration. Zero turns it off: idle/max only.
 	BatchSettleDuration time.Duration
 	// ResyncPeriod re-runs the solver for pods still pending, in case nothing else triggers it.
 	ResyncPeriod time.Duration
@@ -50,7 +54,7 @@ func DefaultOptions() Options {
 	return Options{
 		BatchIdleDuration:   time.Second,
 		BatchMaxDuration:    10 * time.Second,
-		BatchSettleDuration: 200 * time.Millisecond,
+		BatchSettleDuration: 100 * time.Millisecond,
 		ResyncPeriod:        30 * time.Second,
 		NominationTTL:       30 * time.Second,
 		RejectionGrace:      2 * time.Second,
@@ -101,15 +105,18 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	if err := p.watch(ctx); err != nil {
 		return err
 	}
+	if err := p.warmUp(ctx); err != nil {
+		return err
+	}
 	logger := log.FromContext(ctx).WithName("provisioner")
 	ctx = log.IntoContext(ctx, logger)
 	if p.opts.BatchSettleDuration > 0 {
-		p.batcher.closeWhenArrivalsDone(p.opts.BatchSettleDuration, func() bool {
-			done, err := p.arrivalsDone(ctx)
+		p.batcher.closeWhenComplete(p.opts.BatchSettleDuration, func(ws []workload) bool {
+			complete, err := p.workloadsComplete(ctx, ws)
 			if err != nil {
 				logger.Error(err, "checking whether workloads have created their pods")
 			}
-			return done
+			return complete
 		})
 	}
 	go p.resync(ctx)
@@ -154,6 +161,26 @@ func scheduledMessage(pod *corev1.Pod) string {
 	return ""
 }
 
+// renominateOrReplan writes a rejected pod's nomination once more: the scheduler clears it on any
+// failed attempt, and the attempt may have come just before the node was released; a pod left
+// without its nomination can take the room held for another such pod and strand it. A pod rejected
+// again, or one the write fails for, is planned again once its rejection expires.
+func (p *Provisioner) renominateOrReplan(ctx context.Context, pod *corev1.Pod, claim string) {
+	if p.nominations.StartRenomination(pod.UID) {
+		nc := &v1.NodeClaim{}
+		if err := p.kube.Get(ctx, client.ObjectKey{Name: claim}, nc); err == nil && nc.Status.NodeName != "" {
+			// The resourceVersion makes it conditional: a pod that changed meanwhile (bound, say) is left alone.
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":{"nominatedNodeName":%q}}`,
+				pod.ResourceVersion, nc.Status.NodeName)))
+			if err := p.kube.Status().Patch(ctx, pod, patch); err == nil {
+				p.nominations.Renominated(pod.UID, pod.ResourceVersion)
+				return
+			}
+		}
+	}
+	p.replanWhenExpired(ctx, pod.UID)
+}
+
 // replanWhenExpired starts a batch once a rejected pod's nomination has expired, unless it bound or
 // went away first.
 func (p *Provisioner) replanWhenExpired(ctx context.Context, pod types.UID) {
@@ -172,6 +199,23 @@ func (p *Provisioner) replanWhenExpired(ctx context.Context, pod types.UID) {
 		case <-p.clock.After(left):
 		}
 	}
+}
+
+// warmUp starts the informers a snapshot reads and waits for them to sync, so the first batch does
+// not pay for listing the cluster (a few hundred milliseconds before its first NodeClaim).
+func (p *Provisioner) warmUp(ctx context.Context) error {
+	for _, obj := range []client.Object{
+		&corev1.Node{}, &appsv1.DaemonSet{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{},
+		&batchv1.Job{}, &policyv1alpha1.Guardrail{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
+	} {
+		if _, err := p.cache.GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("starting the %T informer: %w", obj, err)
+		}
+	}
+	if !p.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("waiting for the informer caches to sync: %w", ctx.Err())
+	}
+	return nil
 }
 
 // watch feeds the batcher from informer events: a new provisionable pod is an arrival; a deleted
@@ -193,10 +237,10 @@ func (p *Provisioner) watch(ctx context.Context) error {
 				// there after all (spread constraints loosen as other pods land), then plan again.
 				claim, _ := p.nominations.ClaimOf(pod.UID)
 				logger.V(1).Info("kube-scheduler turned a pod away from its planned node", "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
-				go p.replanWhenExpired(ctx, pod.UID)
+				go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
 				return
 			}
-			p.batcher.Arrive(pod.UID)
+			p.batcher.Arrive(pod.UID, workloadOf(pod))
 			return
 		}
 		p.batcher.Forget(pod.UID)

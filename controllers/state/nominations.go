@@ -29,11 +29,13 @@ type Nominations struct {
 	releasing map[string]bool
 	// lastBind is when a nominated pod last bound to a node.
 	lastBind time.Time
+	// renominated holds the pods whose nomination was written again after a rejection.
+	renominated map[types.UID]bool
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
-	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]bool{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}}
+	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]bool{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}, renominated: map[types.UID]bool{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -125,6 +127,28 @@ func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion
 	return true
 }
 
+// StartRenomination is true the first time it is asked for a pod: the caller writes the pod's
+// nomination once more, since the kube-scheduler clears it on any failed attempt, including one
+// made just before the node was released.
+func (n *Nominations) StartRenomination(pod types.UID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.renominated[pod] {
+		return false
+	}
+	n.renominated[pod] = true
+	return true
+}
+
+// Renominated records that the rejected pod's nomination was written again at resourceVersion: the
+// rejection is void, and the next one counts anew.
+func (n *Nominations) Renominated(pod types.UID, resourceVersion string) {
+	n.Written(pod, resourceVersion)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.rejected, pod)
+}
+
 // ExpiresIn returns how long until the rejected pod's nomination expires (zero or less: it has), and
 // false when the pod is not a rejected nominee. A rejection counts from when it was seen or from the
 // last time a nominated pod bound, whichever is later: while the kube-scheduler is still working
@@ -159,6 +183,7 @@ func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration)
 	delete(n.byPod, pod)
 	delete(n.written, pod)
 	delete(n.rejected, pod)
+	delete(n.renominated, pod)
 	return true
 }
 
@@ -178,6 +203,7 @@ func (n *Nominations) ForgetPod(pod types.UID) {
 	defer n.mu.Unlock()
 	delete(n.written, pod)
 	delete(n.rejected, pod)
+	delete(n.renominated, pod)
 	if c, ok := n.byPod[pod]; ok {
 		delete(n.byClaim[c], pod)
 		delete(n.byPod, pod)
