@@ -16,6 +16,7 @@ import (
 	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/controllers/nodeclaim"
 	"github.com/joist-dev/joist/controllers/nodepool"
+	"github.com/joist-dev/joist/controllers/podmetrics"
 	"github.com/joist-dev/joist/controllers/provisioning"
 	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/controllers/termination"
@@ -71,5 +72,6 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
 		return fmt.Errorf("adding garbage collector: %w", err)
 	}
+	podmetrics.Use(kube)
 	return nil
 }

@@ -46,6 +46,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	p := &f.controllers.Provisioning
 	fs.DurationVar(&p.BatchIdleDuration, "batch-idle-duration", p.BatchIdleDuration, "Close a provisioning batch when no new pending pod arrived for this long.")
 	fs.DurationVar(&p.BatchMaxDuration, "batch-max-duration", p.BatchMaxDuration, "Close a provisioning batch this long after its first pod, however busy.")
+	fs.DurationVar(&p.BatchSettleDuration, "batch-settle-duration", p.BatchSettleDuration, "Close a provisioning batch of ReplicaSet, StatefulSet and Job pods once no new pod arrived for this long and those workloads have created all their pods (0: idle and max windows only).")
 	fs.DurationVar(&f.controllers.NodeClaim.RegistrationTimeout, "registration-timeout", f.controllers.NodeClaim.RegistrationTimeout, "Delete a launched NodeClaim whose Node did not register within this.")
 	f.cloud.bind(fs)
 	zapOpts := zap.Options{}
@@ -55,6 +56,9 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	}
 	if p.BatchIdleDuration <= 0 || p.BatchMaxDuration < p.BatchIdleDuration {
 		return f, zapOpts, fmt.Errorf("--batch-idle-duration must be > 0 and ≤ --batch-max-duration (got %s and %s)", p.BatchIdleDuration, p.BatchMaxDuration)
+	}
+	if p.BatchSettleDuration < 0 || p.BatchSettleDuration > p.BatchIdleDuration {
+		return f, zapOpts, fmt.Errorf("--batch-settle-duration must be ≥ 0 and ≤ --batch-idle-duration (got %s and %s)", p.BatchSettleDuration, p.BatchIdleDuration)
 	}
 	return f, zapOpts, nil
 }

@@ -92,7 +92,12 @@ func (p *Provisioner) wantedPods(ctx context.Context, w workload) (int32, error)
 		obj, want = rs, func() int32 { return ptr.Deref(rs.Spec.Replicas, 1) }
 	case "StatefulSet":
 		sts := &appsv1.StatefulSet{}
-		obj, want = sts, func() int32 { return ptr.Deref(sts.Spec.Replicas, 1) }
+		obj, want = sts, func() int32 {
+			if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+				return 0 // OrderedReady: the next pod comes only once this one runs
+			}
+			return ptr.Deref(sts.Spec.Replicas, 1)
+		}
 	case "Job":
 		job := &batchv1.Job{}
 		obj, want = job, func() int32 { return jobActivePods(job) }

@@ -67,6 +67,12 @@ func TestWorkloadsComplete(t *testing.T) {
 		{"replicaset replaced by one of the same name", append(rsPods(1), &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", UID: "other"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](3)}}), []workload{web}, true},
 		{"deployment not acted on yet", append(rsPods(3), rs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "default", Generation: 1}}), []workload{web}, false},
 		{"job wants its missing completions (2) only", []client.Object{job, podOf("Job", "batch/v1", "batch", "job-uid", 0), podOf("Job", "batch/v1", "batch", "job-uid", 1)}, []workload{batch}, true},
+		{"ordered statefulset waits for its pods to run before creating more", []client.Object{
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "sts-uid"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}},
+			podOf("StatefulSet", "apps/v1", "db", "sts-uid", 0)}, []workload{{Kind: "StatefulSet", Namespace: "default", Name: "db", UID: "sts-uid"}}, true},
+		{"parallel statefulset still creating", []client.Object{
+			&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default", UID: "sts-uid"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), PodManagementPolicy: appsv1.ParallelPodManagement}},
+			podOf("StatefulSet", "apps/v1", "db", "sts-uid", 0)}, []workload{{Kind: "StatefulSet", Namespace: "default", Name: "db", UID: "sts-uid"}}, false},
 		{"job still creating", []client.Object{job, podOf("Job", "batch/v1", "batch", "job-uid", 0)}, []workload{batch}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

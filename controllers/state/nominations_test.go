@@ -106,3 +106,34 @@ func TestWrittenSince(t *testing.T) {
 		t.Error("no write recorded for pod-2")
 	}
 }
+
+func TestRenominationOncePerPod(t *testing.T) {
+	n := NewNominations()
+	now := time.Unix(100, 0)
+	n.Nominate("claim-a", "pod-1")
+	n.MarkReleased("claim-a")
+	n.Written("pod-1", "10")
+	if !n.Rejected("pod-1", "", "11", now) {
+		t.Fatal("rejection not recorded")
+	}
+	if !n.StartRenomination("pod-1") {
+		t.Fatal("first rejection must be renominated")
+	}
+	n.Renominated("pod-1", "12")
+	if _, ok := n.ExpiresIn("pod-1", now, time.Second); ok {
+		t.Fatal("a renominated pod still counts as rejected")
+	}
+	if n.Rejected("pod-1", "", "12", now) {
+		t.Fatal("our own renomination's version counted as a rejection")
+	}
+	if !n.Rejected("pod-1", "", "13", now) {
+		t.Fatal("a second rejection after the renomination not recorded")
+	}
+	if n.StartRenomination("pod-1") {
+		t.Fatal("a pod is renominated once; the second rejection goes to the grace period")
+	}
+	n.ForgetPod("pod-1")
+	if !n.StartRenomination("pod-1") {
+		t.Fatal("forgetting a pod must forget its renomination too")
+	}
+}

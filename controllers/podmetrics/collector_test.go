@@ -1,0 +1,39 @@
+package podmetrics
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+func TestPodsState(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "general-abc", Labels: map[string]string{
+		"karpenter.sh/nodepool": "general", "topology.kubernetes.io/zone": "zone-a", "kubernetes.io/arch": "amd64",
+		"karpenter.sh/capacity-type": "spot", "node.kubernetes.io/instance-type": "c-4x",
+	}}}
+	running := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default", OwnerReferences: []metav1.OwnerReference{
+			{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-7f", UID: "u", Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{NodeName: "general-abc"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+	}
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "team"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	c := &Collector{}
+	var kube client.Reader = fake.NewClientBuilder().WithObjects(node, running, pending).Build()
+	c.kube.Store(&kube)
+	want := `
+# HELP karpenter_pods_state Pod state is the current state of pods, labeled by pod name, namespace, owner, node, whether the pod is scheduled, nodepool, zone, architecture, capacity type, instance type, phase, readiness, and whether the node is Joist-managed.
+# TYPE karpenter_pods_state gauge
+karpenter_pods_state{arch="",capacity_type="",instance_type="",managed="false",name="bare",namespace="team",node="",nodepool="",owner="",phase="Pending",ready="false",scheduled="false",zone=""} 1
+karpenter_pods_state{arch="amd64",capacity_type="spot",instance_type="c-4x",managed="true",name="web-1",namespace="default",node="general-abc",nodepool="general",owner="/apis/apps/v1/namespaces/default/replicasets/web-7f",phase="Running",ready="true",scheduled="true",zone="zone-a"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
