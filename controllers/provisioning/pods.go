@@ -19,12 +19,32 @@ func provisionable(pod *corev1.Pod) bool {
 	if isDaemonSetPod(pod) || isMirrorPod(pod) {
 		return false
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+	return scheduledCondition(pod) == nil || markedUnschedulable(pod)
+}
+
+// scheduledCondition returns the pod's PodScheduled condition, or nil before the kube-scheduler
+// has tried it.
+func scheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &pod.Status.Conditions[i]
 		}
 	}
-	return true
+	return nil
+}
+
+// scheduledMessage is the message of the pod's PodScheduled condition.
+func scheduledMessage(pod *corev1.Pod) string {
+	if c := scheduledCondition(pod); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// markedUnschedulable reports whether the kube-scheduler's last attempt found no node for the pod.
+func markedUnschedulable(pod *corev1.Pod) bool {
+	c := scheduledCondition(pod)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
 }
 
 func isDaemonSetPod(pod *corev1.Pod) bool {

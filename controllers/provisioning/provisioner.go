@@ -151,16 +151,6 @@ func (p *Provisioner) resync(ctx context.Context) {
 	}
 }
 
-// scheduledMessage is the message of the pod's PodScheduled condition.
-func scheduledMessage(pod *corev1.Pod) string {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Message
-		}
-	}
-	return ""
-}
-
 // renominateOrReplan writes a rejected pod's nomination once more: the scheduler clears it on any
 // failed attempt, and the attempt may have come just before the node was released; a pod left
 // without its nomination can take the room held for another such pod and strand it. A pod rejected
@@ -232,12 +222,16 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			return
 		}
 		if provisionable(pod) {
-			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, p.clock.Now()) {
+			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, markedUnschedulable(pod), p.clock.Now()) {
 				// Its planned node did not take it. Give the scheduler RejectionGrace to place it
 				// there after all (spread constraints loosen as other pods land), then plan again.
 				claim, _ := p.nominations.ClaimOf(pod.UID)
 				logger.V(1).Info("kube-scheduler turned a pod away from its planned node", "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
-				go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
+				if pod.Status.NominatedNodeName != "" {
+					go p.replanWhenExpired(ctx, pod.UID) // still nominated: writing it again changes nothing
+				} else {
+					go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
+				}
 				return
 			}
 			p.batcher.Arrive(pod.UID, workloadOf(pod))

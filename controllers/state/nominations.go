@@ -105,15 +105,16 @@ func (n *Nominations) WrittenSince(pod types.UID, resourceVersion string) bool {
 }
 
 // Rejected records, and reports the first time, that the pod was nominated to a released claim yet is
-// seen, in a version newer than our nomination, pending without a nominated node: the scheduler
-// clears the field when it cannot place a pod. The rejection is often transient (topology spread
-// allows the planned node again once other pods land), so the nomination keeps counting until
-// Expired says otherwise.
-func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion string, now time.Time) bool {
+// seen, in a version newer than our nomination, still pending and either without a nominated node
+// or marked unschedulable: the scheduler clears the field when it cannot place a pod, except when
+// its preemption step finds no candidates, which leaves the field as it was. The rejection is often
+// transient (topology spread allows the planned node again once other pods land), so the
+// nomination keeps counting until Expired says otherwise.
+func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion string, unschedulable bool, now time.Time) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	claim, ok := n.byPod[pod]
-	if !ok || !n.released[claim] || nominatedNodeName != "" {
+	if !ok || !n.released[claim] || (nominatedNodeName != "" && !unschedulable) {
 		return false
 	}
 	if _, seen := n.rejected[pod]; seen {

@@ -19,19 +19,29 @@ func TestNominationsLifecycle(t *testing.T) {
 	}
 
 	// Not released yet: an empty nominatedNodeName is not a rejection.
-	if n.Rejected("pod-1", "", "20", now) {
+	if n.Rejected("pod-1", "", "20", false, now) {
 		t.Fatal("rejection before release")
 	}
 	n.MarkReleased("claim-a")
 	n.Written("pod-1", "10")
-	if n.Rejected("pod-1", "", "9", now) {
+	if n.Rejected("pod-1", "", "9", false, now) {
 		t.Fatal("an event older than our nomination counted as a rejection")
 	}
-	if n.Rejected("pod-1", "claim-a", "11", now) {
+	if n.Rejected("pod-1", "claim-a", "11", false, now) {
 		t.Fatal("a pod still nominated counted as rejected")
 	}
-	if !n.Rejected("pod-1", "", "11", now) {
+
+	if !n.Rejected("pod-1", "", "11", false, now) {
 		t.Fatal("a newer version without nominatedNodeName is a rejection")
+	}
+	// The scheduler's preemption step can leave the field set on a pod it could not place.
+	n.Nominate("claim-a", "pod-4")
+	n.Written("pod-4", "10")
+	if n.Rejected("pod-4", "node-a", "10", true, now) {
+		t.Fatal("the unschedulable mark our own write carried over counted as a rejection")
+	}
+	if !n.Rejected("pod-4", "node-a", "12", true, now) {
+		t.Fatal("a pod marked unschedulable after our nomination is rejected, nominated or not")
 	}
 	if n.Expired("pod-1", now.Add(time.Second), 2*time.Second) {
 		t.Fatal("expired within the grace period")
@@ -66,7 +76,7 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	n.Nominate("claim-a", "pod-2")
 	n.MarkReleased("claim-a")
 	n.Written("pod-1", "10")
-	if !n.Rejected("pod-1", "", "11", now) {
+	if !n.Rejected("pod-1", "", "11", false, now) {
 		t.Fatal("rejection not recorded")
 	}
 	// The scheduler is still binding the batch: pod-2 binds 1.5s after the rejection.
@@ -86,7 +96,7 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	// A bind of a pod nobody nominated is not progress of a batch.
 	n.Nominate("claim-a", "pod-3")
 	n.Written("pod-3", "20")
-	n.Rejected("pod-3", "", "21", now.Add(10*time.Second))
+	n.Rejected("pod-3", "", "21", false, now.Add(10*time.Second))
 	n.Bound("pod-other", now.Add(11*time.Second))
 	if !n.Expired("pod-3", now.Add(12*time.Second), 2*time.Second) {
 		t.Fatal("an unrelated pod's bind delayed the expiry")
@@ -113,7 +123,7 @@ func TestRenominationOncePerPod(t *testing.T) {
 	n.Nominate("claim-a", "pod-1")
 	n.MarkReleased("claim-a")
 	n.Written("pod-1", "10")
-	if !n.Rejected("pod-1", "", "11", now) {
+	if !n.Rejected("pod-1", "", "11", false, now) {
 		t.Fatal("rejection not recorded")
 	}
 	if !n.StartRenomination("pod-1") {
@@ -123,10 +133,10 @@ func TestRenominationOncePerPod(t *testing.T) {
 	if _, ok := n.ExpiresIn("pod-1", now, time.Second); ok {
 		t.Fatal("a renominated pod still counts as rejected")
 	}
-	if n.Rejected("pod-1", "", "12", now) {
+	if n.Rejected("pod-1", "", "12", false, now) {
 		t.Fatal("our own renomination's version counted as a rejection")
 	}
-	if !n.Rejected("pod-1", "", "13", now) {
+	if !n.Rejected("pod-1", "", "13", false, now) {
 		t.Fatal("a second rejection after the renomination not recorded")
 	}
 	if n.StartRenomination("pod-1") {

@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"time"
 
 	"github.com/joist-dev/joist/test/env"
@@ -28,9 +30,13 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	// Ctrl-C or SIGTERM ends the run through its deferred cleanup, which stops etcd and the
+	// kube-apiserver; they are not children that die with this process.
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var results []result
 	for i := 0; i < *runs; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		ctx, cancel := context.WithTimeout(sigCtx, *timeout)
 		r, err := runOnce(ctx, filepath.Join(root, *joist))
 		cancel()
 		if err != nil {
