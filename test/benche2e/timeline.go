@@ -34,6 +34,8 @@ type timeline struct {
 }
 
 func watchTimeline(ctx context.Context, cfg *rest.Config, want int) (*timeline, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.ContentType = "application/vnd.kubernetes.protobuf" // as the scheduler and controller-manager watch
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating clientset: %w", err)
