@@ -137,31 +137,32 @@ func TestBatcherHoldsABatchWhileItsWorkloadsCreatePods(t *testing.T) {
 	}
 }
 
-func TestBatcherWaitsOutTheIdleWindowForPodsOfNoWorkload(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := newBatcher(clk, time.Second, 10*time.Second)
-	b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return true })
-	b.Arrive("a", rs)
-	b.Arrive("bare", nil)
-	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, nil)
-	if took < time.Second || took > 1100*time.Millisecond {
-		t.Errorf("batch closed after %s, want the 1s idle window", took)
-	}
-	if _, by := b.LastBatch(); by != "idle" {
-		t.Errorf("closed by %q, want idle", by)
-	}
-}
-
-func TestBatcherMaxWindowBoundsAnIncompleteWorkload(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	b := newBatcher(clk, time.Second, 3*time.Second)
-	b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return false })
-	b.Arrive("a", rs)
-	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, nil)
-	if took < 3*time.Second || took > 3100*time.Millisecond {
-		t.Errorf("batch closed after %s, want the 3s max window", took)
-	}
-	if _, by := b.LastBatch(); by != "max duration" {
-		t.Errorf("closed by %q, want max duration", by)
+func TestBatcherFallbackWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		complete bool
+		bare     bool
+		wantMin  time.Duration
+		wantBy   string
+	}{
+		{"pods of no workload wait out the idle window", true, true, time.Second, "idle"},
+		{"an incomplete workload is held until the max window", false, false, 3 * time.Second, "max duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+			b := newBatcher(clk, time.Second, 3*time.Second)
+			b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return tc.complete })
+			b.Arrive("a", rs)
+			if tc.bare {
+				b.Arrive("bare", nil)
+			}
+			took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, nil)
+			if took < tc.wantMin || took > tc.wantMin+100*time.Millisecond {
+				t.Errorf("batch closed after %s, want %s", took, tc.wantMin)
+			}
+			if _, by := b.LastBatch(); by != tc.wantBy {
+				t.Errorf("closed by %q, want %q", by, tc.wantBy)
+			}
+		})
 	}
 }

@@ -134,11 +134,7 @@ func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion
 func (n *Nominations) StartRenomination(pod types.UID) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.renominated[pod] {
-		return false
-	}
-	n.renominated[pod] = true
-	return true
+	return setOnce(n.renominated, pod)
 }
 
 // Renominated records that the rejected pod's nomination was written again at resourceVersion: the
@@ -227,10 +223,15 @@ func (n *Nominations) PodsOf(claim string) []types.UID {
 func (n *Nominations) StartRelease(batch string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.releasing[batch] {
+	return setOnce(n.releasing, batch)
+}
+
+// setOnce adds key to set and reports whether it was missing.
+func setOnce[K comparable](set map[K]bool, key K) bool {
+	if set[key] {
 		return false
 	}
-	n.releasing[batch] = true
+	set[key] = true
 	return true
 }
 
