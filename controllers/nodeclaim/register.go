@@ -126,7 +126,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	for claim := range batch {
-		c.nominations.MarkReleased(claim)
+		c.nominations.MarkReleased(claim, c.clock.Now())
 	}
 	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(batch), "nominationsWritten", written, "nominating", c.clock.Since(start).String())
 	g, gctx := errgroup.WithContext(ctx)

@@ -120,6 +120,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		})
 	}
 	go p.resync(ctx)
+	go p.watchStalls(ctx)
 	for p.batcher.Wait(ctx) {
 		if err := p.Provision(ctx); err != nil {
 			logger.Error(err, "provisioning")
@@ -146,6 +147,37 @@ func (p *Provisioner) resync(ctx context.Context) {
 					p.batcher.Trigger()
 					break
 				}
+			}
+		}
+	}
+}
+
+// watchStalls looks, every RejectionGrace, for pods planned onto released nodes that the
+// kube-scheduler has left pending without a word, and handles them as rejected.
+func (p *Provisioner) watchStalls(ctx context.Context) {
+	ticker := p.clock.NewTicker(p.opts.RejectionGrace)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		pods := &corev1.PodList{}
+		if err := p.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: ""}, client.UnsafeDisableDeepCopy); err != nil {
+			continue
+		}
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if !provisionable(pod) || !p.nominations.Stalled(pod.UID, p.clock.Now(), p.opts.RejectionGrace) {
+				continue
+			}
+			claim, _ := p.nominations.ClaimOf(pod.UID)
+			log.FromContext(ctx).V(1).Info("kube-scheduler left a planned pod pending", "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
+			if pod.Status.NominatedNodeName == "" {
+				go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
+			} else {
+				go p.replanWhenExpired(ctx, pod.UID)
 			}
 		}
 	}

@@ -20,7 +20,7 @@ type Nominations struct {
 	mu       sync.Mutex
 	byClaim  map[string]map[types.UID]struct{}
 	byPod    map[types.UID]string
-	released map[string]bool
+	released map[string]time.Time
 	// written holds the resourceVersion of each pod as our nominatedNodeName patch left it.
 	written map[types.UID]int64
 	// rejected holds when the scheduler first turned a pod away from its released claim.
@@ -35,7 +35,7 @@ type Nominations struct {
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
-	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]bool{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}, renominated: map[types.UID]bool{}}
+	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}, renominated: map[types.UID]bool{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -74,10 +74,10 @@ func (n *Nominations) ForgetClaim(claim string) {
 // MarkReleased records that the claim's node was released to the kube-scheduler with its pods
 // nominated to it. From then on a pod of the claim that is pending without a nominated node was
 // rejected by the scheduler, and its nomination no longer counts.
-func (n *Nominations) MarkReleased(claim string) {
+func (n *Nominations) MarkReleased(claim string, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.released[claim] = true
+	n.released[claim] = now
 }
 
 // Written records the resourceVersion our nominatedNodeName patch gave the pod.
@@ -114,7 +114,7 @@ func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	claim, ok := n.byPod[pod]
-	if !ok || !n.released[claim] || (nominatedNodeName != "" && !unschedulable) {
+	if _, released := n.released[claim]; !ok || !released || (nominatedNodeName != "" && !unschedulable) {
 		return false
 	}
 	if _, seen := n.rejected[pod]; seen {
@@ -123,6 +123,32 @@ func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion
 	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
 	if written, ok := n.written[pod]; !ok || err != nil || rv <= written {
 		return false // an event from before our nomination
+	}
+	n.rejected[pod] = now
+	return true
+}
+
+// Stalled records as rejected, and reports, a pod nominated to a released claim that is still
+// pending although grace has passed since its claim's release and since a nominee last bound: the
+// kube-scheduler has gone quiet without placing it, and without a write that Rejected would see
+// (a failed attempt whose status and nomination did not change).
+func (n *Nominations) Stalled(pod types.UID, now time.Time, grace time.Duration) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	claim, ok := n.byPod[pod]
+	if !ok {
+		return false
+	}
+	releasedAt, released := n.released[claim]
+	if _, seen := n.rejected[pod]; !released || seen {
+		return false
+	}
+	quietSince := releasedAt
+	if n.lastBind.After(quietSince) {
+		quietSince = n.lastBind
+	}
+	if now.Sub(quietSince) < grace {
+		return false
 	}
 	n.rejected[pod] = now
 	return true

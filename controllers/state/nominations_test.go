@@ -22,7 +22,7 @@ func TestNominationsLifecycle(t *testing.T) {
 	if n.Rejected("pod-1", "", "20", false, now) {
 		t.Fatal("rejection before release")
 	}
-	n.MarkReleased("claim-a")
+	n.MarkReleased("claim-a", now)
 	n.Written("pod-1", "10")
 	if n.Rejected("pod-1", "", "9", false, now) {
 		t.Fatal("an event older than our nomination counted as a rejection")
@@ -74,7 +74,7 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	now := time.Unix(100, 0)
 	n.Nominate("claim-a", "pod-1")
 	n.Nominate("claim-a", "pod-2")
-	n.MarkReleased("claim-a")
+	n.MarkReleased("claim-a", now)
 	n.Written("pod-1", "10")
 	if !n.Rejected("pod-1", "", "11", false, now) {
 		t.Fatal("rejection not recorded")
@@ -121,7 +121,7 @@ func TestRenominationOncePerPod(t *testing.T) {
 	n := NewNominations()
 	now := time.Unix(100, 0)
 	n.Nominate("claim-a", "pod-1")
-	n.MarkReleased("claim-a")
+	n.MarkReleased("claim-a", now)
 	n.Written("pod-1", "10")
 	if !n.Rejected("pod-1", "", "11", false, now) {
 		t.Fatal("rejection not recorded")
@@ -145,5 +145,29 @@ func TestRenominationOncePerPod(t *testing.T) {
 	n.ForgetPod("pod-1")
 	if !n.StartRenomination("pod-1") {
 		t.Fatal("forgetting a pod must forget its renomination too")
+	}
+}
+
+func TestStalled(t *testing.T) {
+	n := NewNominations()
+	now := time.Unix(100, 0)
+	n.Nominate("claim-a", "pod-1")
+	n.Nominate("claim-a", "pod-2")
+	if n.Stalled("pod-1", now.Add(time.Minute), 2*time.Second) {
+		t.Fatal("a pod of an unreleased claim is not stalled")
+	}
+	n.MarkReleased("claim-a", now)
+	n.Bound("pod-2", now.Add(3*time.Second))
+	if n.Stalled("pod-1", now.Add(4*time.Second), 2*time.Second) {
+		t.Fatal("stalled although a nominee bound less than the grace ago")
+	}
+	if !n.Stalled("pod-1", now.Add(5*time.Second), 2*time.Second) {
+		t.Fatal("not stalled the grace after the last bind")
+	}
+	if n.Stalled("pod-1", now.Add(6*time.Second), 2*time.Second) {
+		t.Fatal("a stall is reported once")
+	}
+	if left, ok := n.ExpiresIn("pod-1", now.Add(6*time.Second), 2*time.Second); !ok || left != time.Second {
+		t.Fatalf("ExpiresIn = %s, %v; a stalled pod is rejected from the moment it was found", left, ok)
 	}
 }
