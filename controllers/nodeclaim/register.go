@@ -125,6 +125,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	c.awaitNominationsSeen(ctx, nodeOfClaim)
 	for claim := range batch {
 		c.nominations.MarkReleased(claim, c.clock.Now())
 	}
@@ -230,6 +231,40 @@ func (c *Controller) nominate(ctx context.Context, nodeOfClaim map[string]string
 	err := g.Wait()
 	return int(written.Load()), err
 }
+
+// awaitNominationsSeen waits, up to nominationsSeenTimeout, until the informer cache shows every
+// nomination just written. The kube-scheduler watches pods and nodes on separate streams: lifting
+// the taints while it has yet to see some nominations lets it place pods into room held for others,
+// which strands a planned pod. Our cache, fed by the same apiserver, is the nearest proof we have
+// that the nominations are out.
+func (c *Controller) awaitNominationsSeen(ctx context.Context, nodeOfClaim map[string]string) {
+	deadline := c.clock.Now().Add(nominationsSeenTimeout)
+	for c.clock.Now().Before(deadline) {
+		pending := false
+		for claim := range nodeOfClaim {
+			for _, uid := range c.nominations.PodsOf(claim) {
+				if pod, err := c.podByUID(ctx, uid); err == nil && pod != nil && c.nominations.WrittenSince(uid, pod.ResourceVersion) {
+					pending = true
+					break
+				}
+			}
+			if pending {
+				break
+			}
+		}
+		if !pending {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// nominationsSeenTimeout bounds awaitNominationsSeen.
+const nominationsSeenTimeout = 2 * time.Second
 
 // nominationParallelism bounds the nomination patches in flight.
 const nominationParallelism = 128

@@ -88,8 +88,9 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 		case provisionable(pod):
 			p.nominations.Expired(pod.UID, p.clock.Now(), p.opts.RejectionGrace)
 			claim, ok := p.nominations.ClaimOf(pod.UID)
-			if !ok && live[pod.Status.NominatedNodeName] {
-				// Nominated before a restart: the pod remembers.
+			if !ok && live[pod.Status.NominatedNodeName] && !p.nominations.Turned(pod.UID) {
+				// Nominated before a restart: the pod remembers. (Not a pod whose nomination
+				// expired after the scheduler turned it away: the field is just stale.)
 				claim, ok = pod.Status.NominatedNodeName, true
 				p.nominations.Nominate(claim, pod.UID)
 			}

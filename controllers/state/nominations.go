@@ -31,11 +31,13 @@ type Nominations struct {
 	lastBind time.Time
 	// renominated holds the pods whose nomination was written again after a rejection.
 	renominated map[types.UID]bool
+	// turned holds the pods whose nomination expired after a rejection, until they bind or go.
+	turned map[types.UID]bool
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
-	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}, renominated: map[types.UID]bool{}}
+	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}, renominated: map[types.UID]bool{}, turned: map[types.UID]bool{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -207,7 +209,16 @@ func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration)
 	delete(n.written, pod)
 	delete(n.rejected, pod)
 	delete(n.renominated, pod)
+	n.turned[pod] = true
 	return true
+}
+
+// Turned reports whether the pod's nomination expired after the scheduler turned it away: its
+// status.nominatedNodeName, if still set, is stale.
+func (n *Nominations) Turned(pod types.UID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.turned[pod]
 }
 
 // Bound drops the nomination of a pod that was bound, noting when a nominee last bound.
@@ -227,6 +238,7 @@ func (n *Nominations) ForgetPod(pod types.UID) {
 	delete(n.written, pod)
 	delete(n.rejected, pod)
 	delete(n.renominated, pod)
+	delete(n.turned, pod)
 	if c, ok := n.byPod[pod]; ok {
 		delete(n.byClaim[c], pod)
 		delete(n.byPod, pod)

@@ -90,6 +90,9 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	if !n.Expired("pod-1", now.Add(3500*time.Millisecond), 2*time.Second) {
 		t.Fatal("not expired the grace after the last bind")
 	}
+	if !n.Turned("pod-1") {
+		t.Fatal("an expired pod's nominatedNodeName must count as stale")
+	}
 	if _, ok := n.ExpiresIn("pod-1", now.Add(4*time.Second), 2*time.Second); ok {
 		t.Fatal("an expired pod still reported as a rejected nominee")
 	}
@@ -143,6 +146,9 @@ func TestRenominationOncePerPod(t *testing.T) {
 		t.Fatal("a pod is renominated once; the second rejection goes to the grace period")
 	}
 	n.ForgetPod("pod-1")
+	if n.Turned("pod-1") {
+		t.Fatal("forgetting a pod must forget it was turned away")
+	}
 	if !n.StartRenomination("pod-1") {
 		t.Fatal("forgetting a pod must forget its renomination too")
 	}
