@@ -130,45 +130,24 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	return nil
 }
 
+// resync starts a batch every ResyncPeriod while provisionable pods exist, in case nothing else does.
 func (p *Provisioner) resync(ctx context.Context) {
-	ticker := p.clock.NewTicker(p.opts.ResyncPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-			pods := &corev1.PodList{}
-			if err := p.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: ""}); err != nil {
-				continue
-			}
-			for i := range pods.Items {
-				if provisionable(&pods.Items[i]) {
-					p.batcher.Trigger()
-					break
-				}
+	p.everyPendingPods(ctx, p.opts.ResyncPeriod, func(pods []corev1.Pod) {
+		for i := range pods {
+			if provisionable(&pods[i]) {
+				p.batcher.Trigger()
+				return
 			}
 		}
-	}
+	})
 }
 
 // watchStalls looks, every RejectionGrace, for pods planned onto released nodes that the
 // kube-scheduler has left pending without a word, and handles them as rejected.
 func (p *Provisioner) watchStalls(ctx context.Context) {
-	ticker := p.clock.NewTicker(p.opts.RejectionGrace)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-		}
-		pods := &corev1.PodList{}
-		if err := p.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: ""}, client.UnsafeDisableDeepCopy); err != nil {
-			continue
-		}
-		for i := range pods.Items {
-			pod := &pods.Items[i]
+	p.everyPendingPods(ctx, p.opts.RejectionGrace, func(pods []corev1.Pod) {
+		for i := range pods {
+			pod := &pods[i]
 			if !provisionable(pod) || !p.nominations.Stalled(pod.UID, p.clock.Now(), p.opts.RejectionGrace) {
 				continue
 			}
@@ -179,6 +158,23 @@ func (p *Provisioner) watchStalls(ctx context.Context) {
 			} else {
 				go p.replanWhenExpired(ctx, pod.UID)
 			}
+		}
+	})
+}
+
+// everyPendingPods hands the unbound pods (shared cache copies: read only) to f every period.
+func (p *Provisioner) everyPendingPods(ctx context.Context, period time.Duration, f func([]corev1.Pod)) {
+	ticker := p.clock.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+		pods := &corev1.PodList{}
+		if err := p.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: ""}, client.UnsafeDisableDeepCopy); err == nil {
+			f(pods.Items)
 		}
 	}
 }
