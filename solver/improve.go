@@ -220,15 +220,8 @@ func (s *solver) split(n *node) bool {
 			if ai < 0 || bi < 0 {
 				continue
 			}
-			if p.limited {
-				extra := p.types[ai].capacity.clone()
-				extra.add(p.types[bi].capacity)
-				extra.sub(n.commit)
-				slack := p.remaining.clone()
-				slack.sub(p.committed)
-				if !lessEq(extra, slack) {
-					continue
-				}
+			if p.limited && !p.splitFits(ai, bi, n.commit) {
+				continue
 			}
 			if ca+cb < bestCost {
 				bestCost, bestA, bestUsedA, bestUsedB = ca+cb, inA, usedA, usedB
@@ -253,15 +246,8 @@ func (s *solver) applySplit(n *node, inA []bool, usedA, usedB resVec, optsA, opt
 	if cheapA < 0 || cheapB < 0 {
 		return false
 	}
-	if p.limited {
-		extra := p.types[cheapA].capacity.clone()
-		extra.add(p.types[cheapB].capacity)
-		extra.sub(n.commit)
-		slack := p.remaining.clone()
-		slack.sub(p.committed)
-		if !lessEq(extra, slack) {
-			return false
-		}
+	if p.limited && !p.splitFits(cheapA, cheapB, n.commit) {
+		return false
 	}
 	b := &node{id: len(s.nodes), name: fmt.Sprintf("new-%d", len(s.open)), pool: p, zone: bZone, cheap: cheapB,
 		reqs: n.reqs, zoneMask: bZoneMask, ctMask: n.ctMask}

@@ -54,6 +54,22 @@ type minValue struct {
 	n   int
 }
 
+// slack is what the pool's limits still allow beyond the capacity committed so far.
+func (p *pool) slack() resVec {
+	slack := p.remaining.clone()
+	slack.sub(p.committed)
+	return slack
+}
+
+// splitFits reports whether replacing a node committing replaced with two nodes of types a and b
+// stays within the pool's limits.
+func (p *pool) splitFits(a, b int, replaced resVec) bool {
+	extra := p.types[a].capacity.clone()
+	extra.add(p.types[b].capacity)
+	extra.sub(replaced)
+	return lessEq(extra, p.slack())
+}
+
 type pool struct {
 	idx          int
 	name         string

@@ -43,8 +43,7 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 		}
 		options := p.all
 		if p.limited {
-			slack := p.remaining.clone()
-			slack.sub(p.committed)
+			slack := p.slack()
 			options = s.filter(p.all, func(t *itype) bool { return lessEq(t.capacity, slack) }, p.types)
 			if options.and(fit).empty() {
 				need := p.types[cheapest(p, fit, p.zoneMask, p.ctMask)].capacity

@@ -339,8 +339,7 @@ func (s *solver) commitNew(c *class, n *node, k int, cand bitset, newReqs reqSet
 	}
 	cheap := cheapest(p, opts, zm, cm)
 	if p.limited {
-		slack := p.remaining.clone()
-		slack.sub(p.committed)
+		slack := p.slack()
 		if n.commit != nil {
 			slack.add(n.commit)
 		}
