@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -238,29 +239,17 @@ func (c *Controller) nominate(ctx context.Context, nodeOfClaim map[string]string
 // which strands a planned pod. Our cache, fed by the same apiserver, is the nearest proof we have
 // that the nominations are out.
 func (c *Controller) awaitNominationsSeen(ctx context.Context, nodeOfClaim map[string]string) {
-	deadline := c.clock.Now().Add(nominationsSeenTimeout)
-	for c.clock.Now().Before(deadline) {
-		pending := false
+	// A timeout just means releasing without that proof; the error says nothing more.
+	_ = wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, nominationsSeenTimeout, true, func(ctx context.Context) (bool, error) {
 		for claim := range nodeOfClaim {
 			for _, uid := range c.nominations.PodsOf(claim) {
 				if pod, err := c.podByUID(ctx, uid); err == nil && pod != nil && c.nominations.WrittenSince(uid, pod.ResourceVersion) {
-					pending = true
-					break
+					return false, nil
 				}
 			}
-			if pending {
-				break
-			}
 		}
-		if !pending {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+		return true, nil
+	})
 }
 
 // nominationsSeenTimeout bounds awaitNominationsSeen.

@@ -151,13 +151,7 @@ func (p *Provisioner) watchStalls(ctx context.Context) {
 			if !provisionable(pod) || !p.nominations.Stalled(pod.UID, p.clock.Now(), p.opts.RejectionGrace) {
 				continue
 			}
-			claim, _ := p.nominations.ClaimOf(pod.UID)
-			log.FromContext(ctx).V(1).Info("kube-scheduler left a planned pod pending", "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
-			if pod.Status.NominatedNodeName == "" {
-				go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
-			} else {
-				go p.replanWhenExpired(ctx, pod.UID)
-			}
+			p.handleRejection(ctx, pod, "kube-scheduler left a planned pod pending")
 		}
 	})
 }
@@ -177,6 +171,19 @@ func (p *Provisioner) everyPendingPods(ctx context.Context, period time.Duration
 			f(pods.Items)
 		}
 	}
+}
+
+// handleRejection acts on a planned pod the kube-scheduler did not place (Rejected or Stalled): one
+// that lost its nomination gets it written again, one still nominated waits for the rejection to
+// expire and is then planned again. pod may be a shared cache copy.
+func (p *Provisioner) handleRejection(ctx context.Context, pod *corev1.Pod, what string) {
+	claim, _ := p.nominations.ClaimOf(pod.UID)
+	log.FromContext(ctx).V(1).Info(what, "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
+	if pod.Status.NominatedNodeName != "" {
+		go p.replanWhenExpired(ctx, pod.UID) // still nominated: writing it again changes nothing
+		return
+	}
+	go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
 }
 
 // renominateOrReplan writes a rejected pod's nomination once more: the scheduler clears it on any
@@ -243,7 +250,6 @@ func (p *Provisioner) watch(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("getting pod informer: %w", err)
 	}
-	logger := log.FromContext(ctx)
 	onPod := func(obj interface{}) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -253,13 +259,7 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, markedUnschedulable(pod), p.clock.Now()) {
 				// Its planned node did not take it. Give the scheduler RejectionGrace to place it
 				// there after all (spread constraints loosen as other pods land), then plan again.
-				claim, _ := p.nominations.ClaimOf(pod.UID)
-				logger.V(1).Info("kube-scheduler turned a pod away from its planned node", "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
-				if pod.Status.NominatedNodeName != "" {
-					go p.replanWhenExpired(ctx, pod.UID) // still nominated: writing it again changes nothing
-				} else {
-					go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
-				}
+				p.handleRejection(ctx, pod, "kube-scheduler turned a pod away from its planned node")
 				return
 			}
 			p.batcher.Arrive(pod.UID, workloadOf(pod))

@@ -74,8 +74,7 @@ func (n *Nominations) ForgetClaim(claim string) {
 }
 
 // MarkReleased records that the claim's node was released to the kube-scheduler with its pods
-// nominated to it. From then on a pod of the claim that is pending without a nominated node was
-// rejected by the scheduler, and its nomination no longer counts.
+// nominated to it. From then on a pod of the claim still pending can be Rejected or Stalled.
 func (n *Nominations) MarkReleased(claim string, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -145,11 +144,7 @@ func (n *Nominations) Stalled(pod types.UID, now time.Time, grace time.Duration)
 	if _, seen := n.rejected[pod]; !released || seen {
 		return false
 	}
-	quietSince := releasedAt
-	if n.lastBind.After(quietSince) {
-		quietSince = n.lastBind
-	}
-	if now.Sub(quietSince) < grace {
+	if now.Sub(n.orLastBind(releasedAt)) < grace {
 		return false
 	}
 	n.rejected[pod] = now
@@ -189,10 +184,16 @@ func (n *Nominations) expiresInLocked(pod types.UID, now time.Time, grace time.D
 	if !ok {
 		return 0, false
 	}
-	if n.lastBind.After(at) {
-		at = n.lastBind
+	return n.orLastBind(at).Add(grace).Sub(now), true
+}
+
+// orLastBind is t, or the last time a nominee bound if that is later: until then the kube-scheduler
+// was still working through a released batch.
+func (n *Nominations) orLastBind(t time.Time) time.Time {
+	if n.lastBind.After(t) {
+		return n.lastBind
 	}
-	return at.Add(grace).Sub(now), true
+	return t
 }
 
 // Expired drops, and reports, the nomination of a pod whose rejection has expired (see ExpiresIn).
@@ -202,13 +203,7 @@ func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration)
 	if left, ok := n.expiresInLocked(pod, now, grace); !ok || left > 0 {
 		return false
 	}
-	if claim, ok := n.byPod[pod]; ok {
-		delete(n.byClaim[claim], pod)
-	}
-	delete(n.byPod, pod)
-	delete(n.written, pod)
-	delete(n.rejected, pod)
-	delete(n.renominated, pod)
+	n.forgetLocked(pod)
 	n.turned[pod] = true
 	return true
 }
@@ -224,17 +219,22 @@ func (n *Nominations) Turned(pod types.UID) bool {
 // Bound drops the nomination of a pod that was bound, noting when a nominee last bound.
 func (n *Nominations) Bound(pod types.UID, now time.Time) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	if _, ok := n.byPod[pod]; ok {
 		n.lastBind = now
 	}
-	n.mu.Unlock()
-	n.ForgetPod(pod)
+	n.forgetLocked(pod)
 }
 
 // ForgetPod drops the pod's nomination (it was bound or deleted).
 func (n *Nominations) ForgetPod(pod types.UID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.forgetLocked(pod)
+}
+
+// forgetLocked drops everything known about the pod.
+func (n *Nominations) forgetLocked(pod types.UID) {
 	delete(n.written, pod)
 	delete(n.rejected, pod)
 	delete(n.renominated, pod)
