@@ -8,7 +8,7 @@ import (
 	"fmt"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // CloudProvider launches and removes instances for NodeClaims.
@@ -24,7 +24,7 @@ type CloudProvider interface {
 	// List returns every instance this provider launched (for garbage collection).
 	List(ctx context.Context) ([]*v1.NodeClaim, error)
 	// GetInstanceTypes returns what the pool may launch, with current offerings and availability.
-	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*solver.InstanceType, error)
+	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*catalog.InstanceType, error)
 	// IsDrifted returns a non-empty reason when the claim's instance no longer matches its NodeClass.
 	IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (DriftReason, error)
 	// Name is the provider's name (kwok, aws).

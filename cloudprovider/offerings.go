@@ -7,13 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // Launchable is one instance type and offering a NodeClaim may launch as.
 type Launchable struct {
-	InstanceType *solver.InstanceType
-	Offering     solver.Offering
+	InstanceType *catalog.InstanceType
+	Offering     catalog.Offering
 }
 
 // Key identifies the launchable's offering for the unavailable-offerings cache.
@@ -36,7 +36,7 @@ func (l Launchable) Labels() map[string]string {
 // LaunchOptions returns the instance type × offering pairs that satisfy the requirements, are
 // available and not cached as unavailable, cheapest first (ties broken by name, zone, capacity type
 // so the choice is deterministic).
-func LaunchOptions(reqs []v1.NodeSelectorRequirementWithMinValues, its []*solver.InstanceType, unavailable *UnavailableOfferings) []Launchable {
+func LaunchOptions(reqs []v1.NodeSelectorRequirementWithMinValues, its []*catalog.InstanceType, unavailable *UnavailableOfferings) []Launchable {
 	var out []Launchable
 	for _, it := range its {
 		for _, o := range it.Offerings {

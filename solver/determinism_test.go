@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -24,7 +25,7 @@ func determinismInput() solver.Input {
 		Pods: ps,
 		NodePools: []solver.NodePoolInput{
 			poolInput(nodePool("general"), append(mixedTypes(), upstreamTypes(40)...)),
-			poolInput(gpu, []*solver.InstanceType{instanceType("g-1", "8", "32Gi", 2.0, withCapacity("nvidia.com/gpu", "1"))}),
+			poolInput(gpu, []*catalog.InstanceType{instanceType("g-1", "8", "32Gi", 2.0, withCapacity("nvidia.com/gpu", "1"))}),
 		},
 		Nodes:      []solver.ExistingNode{existingNode("node-1", "zone-a", "4", "8Gi"), existingNode("node-2", "zone-b", "2", "4Gi")},
 		DaemonSets: []*appsv1.DaemonSet{daemonSet("agent", "100m", "128Mi")},
@@ -81,7 +82,7 @@ func shuffled(in solver.Input, seed int64) solver.Input {
 	out.NodePools = append([]solver.NodePoolInput(nil), in.NodePools...)
 	r.Shuffle(len(out.NodePools), func(i, j int) { out.NodePools[i], out.NodePools[j] = out.NodePools[j], out.NodePools[i] })
 	for i := range out.NodePools {
-		types := append([]*solver.InstanceType(nil), out.NodePools[i].InstanceTypes...)
+		types := append([]*catalog.InstanceType(nil), out.NodePools[i].InstanceTypes...)
 		r.Shuffle(len(types), func(a, b int) { types[a], types[b] = types[b], types[a] })
 		out.NodePools[i].InstanceTypes = types
 	}

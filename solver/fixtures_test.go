@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/verify"
 )
@@ -19,8 +20,8 @@ var testZones = []string{"zone-a", "zone-b", "zone-c"}
 
 // instanceType builds a type with on-demand offerings in every test zone at price and spot ones at
 // 60% of it. mods adjust it.
-func instanceType(name, cpu, mem string, price float64, mods ...func(*solver.InstanceType)) *solver.InstanceType {
-	it := &solver.InstanceType{
+func instanceType(name, cpu, mem string, price float64, mods ...func(*catalog.InstanceType)) *catalog.InstanceType {
+	it := &catalog.InstanceType{
 		Name: name,
 		Capacity: corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(cpu),
@@ -31,8 +32,8 @@ func instanceType(name, cpu, mem string, price float64, mods ...func(*solver.Ins
 	}
 	for _, z := range testZones {
 		it.Offerings = append(it.Offerings,
-			solver.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: price, Available: true},
-			solver.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: price * 0.6, Available: true})
+			catalog.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: price, Available: true},
+			catalog.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: price * 0.6, Available: true})
 	}
 	for _, m := range mods {
 		m(it)
@@ -40,16 +41,16 @@ func instanceType(name, cpu, mem string, price float64, mods ...func(*solver.Ins
 	return it
 }
 
-func withLabel(k, v string) func(*solver.InstanceType) {
-	return func(it *solver.InstanceType) { it.Labels[k] = v }
+func withLabel(k, v string) func(*catalog.InstanceType) {
+	return func(it *catalog.InstanceType) { it.Labels[k] = v }
 }
 
-func withCapacity(name corev1.ResourceName, q string) func(*solver.InstanceType) {
-	return func(it *solver.InstanceType) { it.Capacity[name] = resource.MustParse(q) }
+func withCapacity(name corev1.ResourceName, q string) func(*catalog.InstanceType) {
+	return func(it *catalog.InstanceType) { it.Capacity[name] = resource.MustParse(q) }
 }
 
-func onlyOnDemand(it *solver.InstanceType) {
-	var keep []solver.Offering
+func onlyOnDemand(it *catalog.InstanceType) {
+	var keep []catalog.Offering
 	for _, o := range it.Offerings {
 		if o.CapacityType == v1.CapacityTypeOnDemand {
 			keep = append(keep, o)
@@ -58,9 +59,9 @@ func onlyOnDemand(it *solver.InstanceType) {
 	it.Offerings = keep
 }
 
-func onlyZones(zones ...string) func(*solver.InstanceType) {
-	return func(it *solver.InstanceType) {
-		var keep []solver.Offering
+func onlyZones(zones ...string) func(*catalog.InstanceType) {
+	return func(it *catalog.InstanceType) {
+		var keep []catalog.Offering
 		for _, o := range it.Offerings {
 			for _, z := range zones {
 				if o.Zone == z {
@@ -73,8 +74,8 @@ func onlyZones(zones ...string) func(*solver.InstanceType) {
 }
 
 // standardTypes: a small 1:4 family.
-func standardTypes() []*solver.InstanceType {
-	return []*solver.InstanceType{
+func standardTypes() []*catalog.InstanceType {
+	return []*catalog.InstanceType{
 		instanceType("m-1", "1", "4Gi", 0.05),
 		instanceType("m-2", "2", "8Gi", 0.10),
 		instanceType("m-4", "4", "16Gi", 0.20),
@@ -118,7 +119,7 @@ func poolLabel(k, v string) func(*v1.NodePool) {
 	}
 }
 
-func poolInput(np *v1.NodePool, types []*solver.InstanceType) solver.NodePoolInput {
+func poolInput(np *v1.NodePool, types []*catalog.InstanceType) solver.NodePoolInput {
 	return solver.NodePoolInput{NodePool: np, InstanceTypes: types}
 }
 

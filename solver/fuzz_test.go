@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/verify"
 )
@@ -18,7 +19,7 @@ func randomInput(seed int64, size int) solver.Input {
 	r := rand.New(rand.NewSource(seed))
 	pick := func(xs ...string) string { return xs[r.Intn(len(xs))] }
 	zones := testZones[:1+r.Intn(3)]
-	var types []*solver.InstanceType
+	var types []*catalog.InstanceType
 	for i := 0; i < 1+r.Intn(6); i++ {
 		cpu := 1 << r.Intn(5)
 		it := instanceType(fmt.Sprintf("t-%d", i), fmt.Sprint(cpu), fmt.Sprintf("%dGi", cpu*(1+r.Intn(8))), 0.05*float64(cpu)*(0.5+r.Float64()),

@@ -6,18 +6,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // offer is an available offering an instance type may launch as, within its pool's requirements.
 type offer struct {
 	zone, ct int
 	price    float64
-	o        Offering
+	o        catalog.Offering
 }
 
 // itype is an instance type as one pool sees it.
 type itype struct {
-	it       *InstanceType
+	it       *catalog.InstanceType
 	idx      int
 	capacity resVec
 	alloc    resVec // allocatable less the pool's daemonset overhead

@@ -6,13 +6,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
 func TestNodePoolWeights(t *testing.T) {
 	cheap := nodePool("cheap", poolWeight(10))
 	preferred := nodePool("preferred", poolWeight(50))
-	pricey := []*solver.InstanceType{instanceType("x-4", "4", "16Gi", 1.0)}
+	pricey := []*catalog.InstanceType{instanceType("x-4", "4", "16Gi", 1.0)}
 	in := solver.Input{Pods: []*corev1.Pod{pod("p", "1", "1Gi")},
 		NodePools: []solver.NodePoolInput{poolInput(cheap, standardTypes()), poolInput(preferred, pricey)}}
 	if got := nodeOf(solve(t, in), "p").NodePool; got != "preferred" {
@@ -89,7 +90,7 @@ func TestExistingNodesFirst(t *testing.T) {
 }
 
 func TestOfferingConsistentWithRequirements(t *testing.T) {
-	types := []*solver.InstanceType{
+	types := []*catalog.InstanceType{
 		instanceType("m-2", "2", "8Gi", 0.10, onlyOnDemand),
 		instanceType("m-4", "4", "16Gi", 0.20, onlyZones("zone-b")),
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -14,13 +15,13 @@ func TestResourceRequests(t *testing.T) {
 	gpuTypes := append(standardTypes(),
 		instanceType("g-1", "8", "32Gi", 2.0, withCapacity("nvidia.com/gpu", "1")),
 		instanceType("g-4", "32", "128Gi", 7.0, withCapacity("nvidia.com/gpu", "4")))
-	storageTypes := []*solver.InstanceType{
+	storageTypes := []*catalog.InstanceType{
 		instanceType("s-small", "4", "16Gi", 0.2, withCapacity(corev1.ResourceEphemeralStorage, "20Gi")),
 		instanceType("s-big", "4", "16Gi", 0.3, withCapacity(corev1.ResourceEphemeralStorage, "100Gi")),
 	}
 	cases := []struct {
 		name     string
-		types    []*solver.InstanceType
+		types    []*catalog.InstanceType
 		pod      *corev1.Pod
 		wantType string
 		reason   string
@@ -57,7 +58,7 @@ func TestResourceRequests(t *testing.T) {
 
 func TestPodsCapacityCounts(t *testing.T) {
 	small := instanceType("tiny-pods", "16", "64Gi", 0.1, withCapacity(corev1.ResourcePods, "4"))
-	in := solver.Input{Pods: pods(10, "p", "10m", "10Mi"), NodePools: []solver.NodePoolInput{poolInput(nodePool("default"), []*solver.InstanceType{small})}}
+	in := solver.Input{Pods: pods(10, "p", "10m", "10Mi"), NodePools: []solver.NodePoolInput{poolInput(nodePool("default"), []*catalog.InstanceType{small})}}
 	r := solve(t, in)
 	mustPlaceAll(t, r)
 	if len(r.NewNodeClaims) != 3 {

@@ -7,12 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
 // mixedTypes: amd64 and arm64 types carrying an integer "cpu-count" label.
-func mixedTypes() []*solver.InstanceType {
-	return []*solver.InstanceType{
+func mixedTypes() []*catalog.InstanceType {
+	return []*catalog.InstanceType{
 		instanceType("a-2", "2", "8Gi", 0.10, withLabel("cpu-count", "2")),
 		instanceType("a-8", "8", "32Gi", 0.40, withLabel("cpu-count", "8")),
 		instanceType("r-2", "2", "8Gi", 0.08, withLabel("cpu-count", "2"), withLabel(v1.LabelArch, "arm64")),

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 )
 
 type solver struct {
@@ -188,7 +189,7 @@ func (s *solver) buildPools() {
 	}
 }
 
-func (s *solver) buildTypes(p *pool, its []*InstanceType) {
+func (s *solver) buildTypes(p *pool, its []*catalog.InstanceType) {
 	seen := map[string]bool{}
 	for _, it := range its {
 		if it == nil || seen[it.Name] {

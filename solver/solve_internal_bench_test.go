@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/benchdata"
 )
@@ -18,8 +19,8 @@ import (
 // upstreamTypes mirrors upstream Karpenter's fake instance types: type i has i+1 cpu, 2(i+1) GiB
 // and 10(i+1) pods, priced 0.1 per cpu plus 0.1 per GB, with spot and on-demand in two zones and
 // on-demand only in a third.
-func upstreamTypes(n int) []*solver.InstanceType {
-	var out []*solver.InstanceType
+func upstreamTypes(n int) []*catalog.InstanceType {
+	var out []*catalog.InstanceType
 	for i := 0; i < n; i++ {
 		capacity := corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(fmt.Sprint(i + 1)),
@@ -28,14 +29,14 @@ func upstreamTypes(n int) []*solver.InstanceType {
 		}
 		mem := capacity[corev1.ResourceMemory]
 		price := 0.1*float64(i+1) + 0.1*mem.AsApproximateFloat64()/1e9
-		it := &solver.InstanceType{
+		it := &catalog.InstanceType{
 			Name:     fmt.Sprintf("fake-it-%d", i),
 			Capacity: capacity,
 			Overhead: rl("cpu", "100m", "memory", "10Mi"),
 			Labels:   map[string]string{v1.LabelArch: "amd64", v1.LabelOS: "linux"},
 		}
 		for _, o := range []struct{ z, ct string }{{"test-zone-1", "spot"}, {"test-zone-2", "spot"}, {"test-zone-1", "on-demand"}, {"test-zone-2", "on-demand"}, {"test-zone-3", "on-demand"}} {
-			it.Offerings = append(it.Offerings, solver.Offering{Zone: o.z, CapacityType: o.ct, Price: price, Available: true})
+			it.Offerings = append(it.Offerings, catalog.Offering{Zone: o.z, CapacityType: o.ct, Price: price, Available: true})
 		}
 		out = append(out, it)
 	}

@@ -8,42 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 )
-
-// InstanceType is one launchable machine shape. Cloud providers return these.
-type InstanceType struct {
-	Name string
-	// Capacity is the machine's total resources (cpu, memory, pods, ephemeral-storage, extended).
-	Capacity corev1.ResourceList
-	// Overhead is what the kubelet, system daemons and eviction threshold reserve.
-	Overhead corev1.ResourceList
-	// Labels the node will carry (kubernetes.io/arch, kubernetes.io/os, provider-specific keys).
-	// node.kubernetes.io/instance-type, topology.kubernetes.io/zone and karpenter.sh/capacity-type
-	// are implied by Name and the chosen Offering.
-	Labels    map[string]string
-	Offerings []Offering
-}
-
-// Offering is where and how an instance type can be bought.
-type Offering struct {
-	Zone         string
-	CapacityType string // karpenter.sh/capacity-type value: spot, on-demand, reserved
-	Price        float64
-	Available    bool
-}
-
-// Allocatable is Capacity less Overhead.
-func (it *InstanceType) Allocatable() corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for name, q := range it.Capacity {
-		q = q.DeepCopy()
-		if o, ok := it.Overhead[name]; ok {
-			q.Sub(o)
-		}
-		out[name] = q
-	}
-	return out
-}
 
 // Input is everything the solver needs to place a batch of pending pods.
 type Input struct {
@@ -62,7 +28,7 @@ type Input struct {
 // NodePoolInput is a NodePool and what it may launch.
 type NodePoolInput struct {
 	NodePool      *v1.NodePool
-	InstanceTypes []*InstanceType
+	InstanceTypes []*catalog.InstanceType
 	// Remaining is limits less current usage per resource; nil means unlimited.
 	Remaining corev1.ResourceList
 }
@@ -109,10 +75,10 @@ type NodeClaimPlan struct {
 	// every entry of InstanceTypeOptions.
 	Requirements []v1.NodeSelectorRequirementWithMinValues
 	// InstanceTypeOptions that hold all the pods, cheapest first.
-	InstanceTypeOptions []*InstanceType
+	InstanceTypeOptions []*catalog.InstanceType
 	// InstanceType, Offering: what a launch picks (the cheapest available offering of the options).
-	InstanceType *InstanceType
-	Offering     Offering
+	InstanceType *catalog.InstanceType
+	Offering     catalog.Offering
 	// Pods assigned to the node.
 	Pods []*corev1.Pod
 	// Requests summed over Pods plus DaemonSet overhead.

@@ -1,6 +1,6 @@
 // Package webhooks wires Joist's admission webhooks into a manager: NodePool validation, pod defaults
 // and bindings, do-not-disrupt on Pods/Nodes/NodeClaims, and Guardrail validation. The rules
-// themselves live in the pure package webhooks/policy.
+// themselves live in the pure package policy.
 package webhooks
 
 import (

@@ -23,7 +23,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/test/env"
 	"github.com/joist-dev/joist/webhooks"
 )
@@ -85,7 +85,7 @@ func newSuite(t *testing.T) *suite {
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
-	if err := webhooks.SetupWithManager(mgr, webhooks.Options{InstanceTypes: func(context.Context, *v1.NodePool) ([]*solver.InstanceType, error) {
+	if err := webhooks.SetupWithManager(mgr, webhooks.Options{InstanceTypes: func(context.Context, *v1.NodePool) ([]*catalog.InstanceType, error) {
 		return testCatalog(), nil
 	}}); err != nil {
 		t.Fatalf("setting up webhooks: %v", err)
@@ -195,9 +195,9 @@ func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: 
 
 // testCatalog is the provider catalog the NodePool webhook counts against: 4 general types with
 // spot and on-demand offerings in two zones, and one GPU type.
-func testCatalog() []*solver.InstanceType {
-	mk := func(name, arch string, gpus int64) *solver.InstanceType {
-		it := &solver.InstanceType{
+func testCatalog() []*catalog.InstanceType {
+	mk := func(name, arch string, gpus int64) *catalog.InstanceType {
+		it := &catalog.InstanceType{
 			Name:     name,
 			Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
 			Labels:   map[string]string{v1.LabelArch: arch, v1.LabelOS: "linux"},
@@ -207,12 +207,12 @@ func testCatalog() []*solver.InstanceType {
 		}
 		for _, z := range []string{"zone-a", "zone-b"} {
 			it.Offerings = append(it.Offerings,
-				solver.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: 0.1, Available: true},
-				solver.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.3, Available: true})
+				catalog.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: 0.1, Available: true},
+				catalog.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.3, Available: true})
 		}
 		return it
 	}
-	return []*solver.InstanceType{
+	return []*catalog.InstanceType{
 		mk("m5.large", "amd64", 0), mk("m5.xlarge", "amd64", 0),
 		mk("c6g.large", "arm64", 0), mk("c6g.xlarge", "arm64", 0),
 		mk("p3.2xlarge", "amd64", 1),

@@ -13,13 +13,13 @@ import (
 	"sigs.k8s.io/karpenter/pkg/utils/daemonset"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // instanceType converts a Joist instance type into upstream's: the same name, capacity and overhead
 // (as kube-reserved, so upstream's allocatable equals Joist's), one requirement per label, and one
 // offering per Joist offering with the same zone, capacity type, price and availability.
-func instanceType(it *solver.InstanceType) *cloudprovider.InstanceType {
+func instanceType(it *catalog.InstanceType) *cloudprovider.InstanceType {
 	zones, capacityTypes := map[string]bool{}, map[string]bool{}
 	offerings := make(cloudprovider.Offerings, 0, len(it.Offerings))
 	for _, o := range it.Offerings {
@@ -52,7 +52,7 @@ func instanceType(it *solver.InstanceType) *cloudprovider.InstanceType {
 	}
 }
 
-func instanceTypes(its []*solver.InstanceType) []*cloudprovider.InstanceType {
+func instanceTypes(its []*catalog.InstanceType) []*cloudprovider.InstanceType {
 	out := make([]*cloudprovider.InstanceType, 0, len(its))
 	for _, it := range its {
 		out = append(out, instanceType(it))

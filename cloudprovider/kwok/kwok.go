@@ -19,8 +19,8 @@ import (
 
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
-	"github.com/joist-dev/joist/solver"
 )
 
 const (
@@ -38,7 +38,7 @@ const (
 // Options configure the simulated cloud.
 type Options struct {
 	// InstanceTypes the cloud offers (usually the solver catalog).
-	InstanceTypes []*solver.InstanceType
+	InstanceTypes []*catalog.InstanceType
 	// ErrorRate is the fraction (0–1) of launches that fail with a transient error.
 	ErrorRate float64
 	// UnavailableOfferings always fail with insufficient capacity, as a sold-out zone would.
@@ -287,11 +287,11 @@ func instanceClaim(node *corev1.Node) *v1.NodeClaim {
 }
 
 // GetInstanceTypes returns the catalog with offerings recently sold out marked unavailable.
-func (c *CloudProvider) GetInstanceTypes(_ context.Context, _ *v1.NodePool) ([]*solver.InstanceType, error) {
-	out := make([]*solver.InstanceType, 0, len(c.opts.InstanceTypes))
+func (c *CloudProvider) GetInstanceTypes(_ context.Context, _ *v1.NodePool) ([]*catalog.InstanceType, error) {
+	out := make([]*catalog.InstanceType, 0, len(c.opts.InstanceTypes))
 	for _, it := range c.opts.InstanceTypes {
 		cp := *it
-		cp.Offerings = append([]solver.Offering(nil), it.Offerings...)
+		cp.Offerings = append([]catalog.Offering(nil), it.Offerings...)
 		for i, o := range cp.Offerings {
 			key := cloudprovider.UnavailableOffering{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}
 			if c.unavailable.IsUnavailable(key) {

@@ -9,10 +9,9 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
-	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 )
 
 // cloudFlags select and configure the cloud provider.
@@ -60,7 +59,7 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 }
 
 // parseOfferings reads "type:zone:capacityType,…", checking each names a catalog offering.
-func parseOfferings(s string, its []*solver.InstanceType) ([]cloudprovider.UnavailableOffering, error) {
+func parseOfferings(s string, its []*catalog.InstanceType) ([]cloudprovider.UnavailableOffering, error) {
 	if s == "" {
 		return nil, nil
 	}

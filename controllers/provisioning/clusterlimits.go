@@ -9,8 +9,8 @@ import (
 
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/policy"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/webhooks/policy"
 )
 
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch

@@ -10,9 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/policy"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/webhooks/policy"
 )
 
 // snapshot is one solver input plus what the provisioner needs to act on the result.
@@ -53,7 +54,7 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 		claimsByPool[nc.Labels[v1.NodePoolLabelKey]] = append(claimsByPool[nc.Labels[v1.NodePoolLabelKey]], nc)
 	}
 
-	instanceTypes := map[string][]*solver.InstanceType{}
+	instanceTypes := map[string][]*catalog.InstanceType{}
 	var err error
 	if s.cluster, err = p.clusterHeadroom(ctx, claims.Items); err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func (p *Provisioner) liveClaims(claims []v1.NodeClaim) map[string]bool {
 
 // inFlightNode describes a claim with no Node yet as capacity: its labels are its single-valued
 // requirements; its allocatable the launched type's, or before launch the smallest type it admits.
-func inFlightNode(nc *v1.NodeClaim, its []*solver.InstanceType, nominated []*corev1.Pod) solver.ExistingNode {
+func inFlightNode(nc *v1.NodeClaim, its []*catalog.InstanceType, nominated []*corev1.Pod) solver.ExistingNode {
 	labels := map[string]string{}
 	for k, v := range nc.Labels {
 		labels[k] = v
@@ -185,7 +186,7 @@ func inFlightNode(nc *v1.NodeClaim, its []*solver.InstanceType, nominated []*cor
 }
 
 // smallestAllocatable is the per-resource minimum allocatable over the instance types the claim admits.
-func smallestAllocatable(nc *v1.NodeClaim, its []*solver.InstanceType) corev1.ResourceList {
+func smallestAllocatable(nc *v1.NodeClaim, its []*catalog.InstanceType) corev1.ResourceList {
 	var out corev1.ResourceList
 	for _, l := range cloudprovider.LaunchOptions(nc.Spec.Requirements, its, nil) {
 		a := l.InstanceType.Allocatable()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -42,7 +43,7 @@ const Namespace = "default"
 func Input(shape Shape, n int) (solver.Input, error) {
 	var (
 		pods []*corev1.Pod
-		its  []*solver.InstanceType
+		its  []*catalog.InstanceType
 		in   solver.Input
 	)
 	switch shape {

@@ -1,12 +1,11 @@
 package benchdata
 
 import (
-	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // CatalogInstanceTypes are the instance types of the uniform and mixed shapes: Joist's embedded
 // default catalog (see docs/catalog.md), fresh copies on every call.
-func CatalogInstanceTypes() []*solver.InstanceType {
+func CatalogInstanceTypes() []*catalog.InstanceType {
 	return catalog.Default()
 }

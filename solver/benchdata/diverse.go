@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // UpstreamInstanceTypeCount is how many instance types upstream's benchmark offers.
@@ -23,8 +23,8 @@ var UpstreamZones = []string{"test-zone-1", "test-zone-2", "test-zone-3"}
 // pods, 100m cpu and 10Mi memory kube-reserved, amd64/linux, and five available offerings (spot in
 // test-zone-1 and -2, on-demand in all three zones), all at the same price:
 // 0.1 × cpu + 0.1 × memory bytes / 1e9.
-func UpstreamInstanceTypes() []*solver.InstanceType {
-	out := make([]*solver.InstanceType, 0, UpstreamInstanceTypeCount)
+func UpstreamInstanceTypes() []*catalog.InstanceType {
+	out := make([]*catalog.InstanceType, 0, UpstreamInstanceTypeCount)
 	for i := range UpstreamInstanceTypeCount {
 		capacity := corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse(fmt.Sprintf("%d", i+1)),
@@ -32,7 +32,7 @@ func UpstreamInstanceTypes() []*solver.InstanceType {
 			corev1.ResourcePods:   resource.MustParse(fmt.Sprintf("%d", (i+1)*10)),
 		}
 		price := upstreamPrice(capacity)
-		out = append(out, &solver.InstanceType{
+		out = append(out, &catalog.InstanceType{
 			Name:     fmt.Sprintf("fake-it-%d", i),
 			Capacity: capacity,
 			Overhead: corev1.ResourceList{
@@ -40,7 +40,7 @@ func UpstreamInstanceTypes() []*solver.InstanceType {
 				corev1.ResourceMemory: resource.MustParse("10Mi"),
 			},
 			Labels: map[string]string{v1.LabelArch: "amd64", v1.LabelOS: string(corev1.Linux)},
-			Offerings: []solver.Offering{
+			Offerings: []catalog.Offering{
 				{Zone: UpstreamZones[0], CapacityType: v1.CapacityTypeSpot, Price: price, Available: true},
 				{Zone: UpstreamZones[1], CapacityType: v1.CapacityTypeSpot, Price: price, Available: true},
 				{Zone: UpstreamZones[0], CapacityType: v1.CapacityTypeOnDemand, Price: price, Available: true},

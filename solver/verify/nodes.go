@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // reqMatches evaluates a NodePool/NodeClaim requirement against concrete labels.
@@ -69,7 +69,7 @@ func allMatch(rs []v1.NodeSelectorRequirementWithMinValues, labels map[string]st
 }
 
 // plannedLabels is what a node launched from the plan carries.
-func plannedLabels(pool *v1.NodePool, it *solver.InstanceType, o solver.Offering, reqs []v1.NodeSelectorRequirementWithMinValues, hostname string) map[string]string {
+func plannedLabels(pool *v1.NodePool, it *catalog.InstanceType, o catalog.Offering, reqs []v1.NodeSelectorRequirementWithMinValues, hostname string) map[string]string {
 	l := map[string]string{}
 	for k, x := range it.Labels {
 		l[k] = x
@@ -149,7 +149,7 @@ func (v *verifier) buildPlanned() {
 			v.fail("%s: no instance type", name)
 			continue
 		}
-		poolTypes := map[string]*solver.InstanceType{}
+		poolTypes := map[string]*catalog.InstanceType{}
 		for _, it := range pi.InstanceTypes {
 			if it != nil {
 				poolTypes[it.Name] = it

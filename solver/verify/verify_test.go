@@ -10,16 +10,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/verify"
 )
 
-func it(name string, cpu int, price float64) *solver.InstanceType {
-	return &solver.InstanceType{
+func it(name string, cpu int, price float64) *catalog.InstanceType {
+	return &catalog.InstanceType{
 		Name:     name,
 		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprint(cpu)), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 4*cpu)), corev1.ResourcePods: resource.MustParse("110")},
 		Labels:   map[string]string{v1.LabelArch: "amd64"},
-		Offerings: []solver.Offering{
+		Offerings: []catalog.Offering{
 			{Zone: "zone-a", CapacityType: "spot", Price: price * 0.5, Available: true},
 			{Zone: "zone-b", CapacityType: "on-demand", Price: price, Available: true},
 		},
@@ -33,7 +34,7 @@ func pod(name, cpu string, labels map[string]string) *corev1.Pod {
 
 func input(pods ...*corev1.Pod) solver.Input {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	return solver.Input{Pods: pods, NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: []*solver.InstanceType{it("small", 2, 0.1), it("large", 8, 0.4)}}}}
+	return solver.Input{Pods: pods, NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: []*catalog.InstanceType{it("small", 2, 0.1), it("large", 8, 0.4)}}}}
 }
 
 func TestVerifyAcceptsSolverPlan(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 	"github.com/joist-dev/joist/test/env"
 )
 

@@ -19,15 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/test/env"
 )
 
 type demo struct {
 	env  *env.Env
 	root string
-	its  []*solver.InstanceType
+	its  []*catalog.InstanceType
 }
 
 // readObjects decodes every document of the YAML files.

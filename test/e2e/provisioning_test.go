@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 )
 
 func zoneSpread(app string) func(*corev1.PodSpec) {

@@ -23,11 +23,10 @@ import (
 
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
 	"github.com/joist-dev/joist/controllers"
-	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -198,7 +197,7 @@ func conditionSummary(nc v1.NodeClaim) string {
 }
 
 // priceOf returns the price of a launched claim's offering in the catalog (-1 when unknown).
-func priceOf(its []*solver.InstanceType, nc v1.NodeClaim) float64 {
+func priceOf(its []*catalog.InstanceType, nc v1.NodeClaim) float64 {
 	p, ok := catalog.OfferingPrice(its, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
 	if !ok {
 		return -1

@@ -17,9 +17,9 @@ import (
 
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
-	"github.com/joist-dev/joist/solver/catalog"
 )
 
 func TestDeleteNodeClaimDrainsRespectingPDB(t *testing.T) {

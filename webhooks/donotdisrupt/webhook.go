@@ -18,7 +18,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/webhooks/policy"
+	"github.com/joist-dev/joist/policy"
 )
 
 // +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","joist-system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]}}`

@@ -12,7 +12,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/webhooks/policy"
+	"github.com/joist-dev/joist/policy"
 )
 
 // +kubebuilder:webhook:path=/validate-policy-joist-dev-v1alpha1-guardrail,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.joist.dev,resources=guardrails,verbs=create;update,versions=v1alpha1,name=vguardrail.policy.joist.dev,admissionReviewVersions=v1

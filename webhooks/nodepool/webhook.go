@@ -14,8 +14,8 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/webhooks/policy"
+	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/policy"
 )
 
 // +kubebuilder:webhook:path=/validate-karpenter-sh-v1-nodepool,mutating=false,failurePolicy=fail,sideEffects=None,groups=karpenter.sh,resources=nodepools,verbs=create;update,versions=v1,name=vnodepool.policy.joist.dev,admissionReviewVersions=v1
@@ -23,7 +23,7 @@ import (
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
 
 // InstanceTypesFunc returns the cloud provider's instance types a NodePool could launch.
-type InstanceTypesFunc func(ctx context.Context, np *v1.NodePool) ([]*solver.InstanceType, error)
+type InstanceTypesFunc func(ctx context.Context, np *v1.NodePool) ([]*catalog.InstanceType, error)
 
 // Validator validates NodePools against the effective Guardrail policy.
 type Validator struct {

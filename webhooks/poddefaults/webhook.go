@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
-	"github.com/joist-dev/joist/webhooks/policy"
+	"github.com/joist-dev/joist/policy"
 )
 
 // The namespace and object selectors keep the webhook away from kube-system, kube-node-lease,

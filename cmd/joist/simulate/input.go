@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -15,7 +16,7 @@ var zoneLabels = map[string]bool{v1.LabelTopologyZone: true, "failure-domain.bet
 // buildInput turns the loaded objects into the solver's input: workloads expanded into pods, pods
 // bound by spec.nodeName attached to their Node, every NodePool given the whole catalog (the solver
 // applies the pool's requirements) and its limits less the capacity of its existing nodes.
-func buildInput(objs objects, instanceTypes []*solver.InstanceType) (solver.Input, error) {
+func buildInput(objs objects, instanceTypes []*catalog.InstanceType) (solver.Input, error) {
 	var in solver.Input
 	seen := map[string]source{}
 	addPod := func(src source, pod *corev1.Pod) error {

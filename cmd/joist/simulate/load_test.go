@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 )
 
 // writeFiles creates files (relative path → content) in a temporary directory and returns it.

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 	"github.com/joist-dev/joist/solver/verify"
 )
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
-	"github.com/joist-dev/joist/solver/catalog"
 )
 
 const usageText = `Usage: joist simulate -f PATH [-f PATH...] [--catalog FILE] [-o table|json]
@@ -119,7 +119,7 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 	return writeTable(stdout, report, res)
 }
 
-func loadCatalog(path string) ([]*solver.InstanceType, string, error) {
+func loadCatalog(path string) ([]*catalog.InstanceType, string, error) {
 	if path == "" {
 		return catalog.Default(), "default", nil
 	}

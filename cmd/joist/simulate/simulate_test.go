@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -69,13 +70,13 @@ func fakeSolve(in solver.Input) solver.Result {
 		res.ExistingPlacements = []solver.ExistingPlacement{{Node: in.Nodes[0].Name, Pods: pods[:1]}}
 		pods = pods[1:]
 	}
-	var it *solver.InstanceType
+	var it *catalog.InstanceType
 	for _, candidate := range in.NodePools[0].InstanceTypes {
 		if candidate.Name == "m-4x-amd64-linux" {
 			it = candidate
 		}
 	}
-	plan := solver.NodeClaimPlan{NodePool: in.NodePools[0].NodePool.Name, InstanceType: it, InstanceTypeOptions: []*solver.InstanceType{it},
+	plan := solver.NodeClaimPlan{NodePool: in.NodePools[0].NodePool.Name, InstanceType: it, InstanceTypeOptions: []*catalog.InstanceType{it},
 		Offering: it.Offerings[0], Requests: corev1.ResourceList{}}
 	for _, p := range pods {
 		cpu := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]

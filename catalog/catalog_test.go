@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
 )
 
 const example = `
@@ -42,7 +41,7 @@ func TestParseExample(t *testing.T) {
 			t.Errorf("allocatable %s = %s, want %s", name, got.String(), want)
 		}
 	}
-	want := []solver.Offering{
+	want := []Offering{
 		{Zone: "test-zone-a", CapacityType: "spot", Price: 0.0612, Available: true},
 		{Zone: "test-zone-a", CapacityType: "on-demand", Price: 0.17, Available: true},
 	}
@@ -163,7 +162,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestMarshalRejectsInvalid(t *testing.T) {
-	_, err := Marshal([]*solver.InstanceType{{Name: "x", Capacity: corev1.ResourceList{"cpu": resource.MustParse("1")}}})
+	_, err := Marshal([]*InstanceType{{Name: "x", Capacity: corev1.ResourceList{"cpu": resource.MustParse("1")}}})
 	if err == nil || !strings.Contains(err.Error(), "capacity.memory is required") {
 		t.Errorf("Marshal error = %v, want it to name capacity.memory", err)
 	}
@@ -179,7 +178,7 @@ func TestDefaultFileIsGenerated(t *testing.T) {
 		got = got[i:]
 	}
 	if !bytes.Equal(got, want) {
-		t.Error("default.yaml is stale: run `go generate ./solver/catalog` and commit it")
+		t.Error("default.yaml is stale: run `go generate ./catalog` and commit it")
 	}
 }
 

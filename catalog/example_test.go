@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/joist-dev/joist/solver/catalog"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // Parse a catalog and read an instance type's allocatable resources and cheapest offering.

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // Requirement is the set of values one label key may take on a node: a finite set (In), the
@@ -246,7 +246,7 @@ func (rs Requirements) capacityTypes() Requirement {
 // Offerings returns the offerings of it that a node satisfying rs could be bought through; none means
 // the requirements do not admit the instance type. knownKeys are label keys that instance types
 // define (a requirement on any other key only adds a label to the node and never excludes a type).
-func (rs Requirements) Offerings(it *solver.InstanceType, knownKeys map[string]bool) []solver.Offering {
+func (rs Requirements) Offerings(it *catalog.InstanceType, knownKeys map[string]bool) []catalog.Offering {
 	labels := map[string]string{v1.LabelInstanceType: it.Name}
 	maps.Copy(labels, it.Labels)
 	for k, r := range rs {
@@ -263,7 +263,7 @@ func (rs Requirements) Offerings(it *solver.InstanceType, knownKeys map[string]b
 	}
 	zones, hasZones := rs[v1.LabelTopologyZone]
 	cts := rs.capacityTypes()
-	var out []solver.Offering
+	var out []catalog.Offering
 	for _, o := range it.Offerings {
 		if (!hasZones || zones.Has(o.Zone)) && cts.Has(o.CapacityType) {
 			out = append(out, o)
@@ -273,7 +273,7 @@ func (rs Requirements) Offerings(it *solver.InstanceType, knownKeys map[string]b
 }
 
 // KnownKeys are the well-known label keys plus every label key some catalog instance type defines.
-func KnownKeys(catalog []*solver.InstanceType) map[string]bool {
+func KnownKeys(catalog []*catalog.InstanceType) map[string]bool {
 	keys := map[string]bool{}
 	for _, k := range v1.WellKnownLabels {
 		keys[k] = true

@@ -47,7 +47,7 @@ func TestRequirementIntersectEmpty(t *testing.T) {
 }
 
 func TestOfferings(t *testing.T) {
-	cat := catalog()
+	cat := testCatalog()
 	known := KnownKeys(cat)
 	count := func(np *v1.NodePool) (types, offerings int) {
 		rs := NodePoolRequirements(np)

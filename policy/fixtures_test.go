@@ -7,7 +7,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 type poolOpt func(*v1.NodePool)
@@ -75,25 +75,25 @@ func q(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 
 func ptr[T any](v T) *T { return &v }
 
-// catalog is a small provider catalog: 4 general types with spot and on-demand in two zones, and
+// testCatalog is a small provider catalog: 4 general types with spot and on-demand in two zones, and
 // one GPU type.
-func catalog() []*solver.InstanceType {
-	mk := func(name, cpu, mem, arch string, extra corev1.ResourceList) *solver.InstanceType {
+func testCatalog() []*catalog.InstanceType {
+	mk := func(name, cpu, mem, arch string, extra corev1.ResourceList) *catalog.InstanceType {
 		capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
 		for k, v := range extra {
 			capacity[k] = v
 		}
-		it := &solver.InstanceType{Name: name, Capacity: capacity, Labels: map[string]string{
+		it := &catalog.InstanceType{Name: name, Capacity: capacity, Labels: map[string]string{
 			v1.LabelArch: arch, v1.LabelOS: "linux", "example.com/family": name[:2],
 		}}
 		for _, z := range []string{"zone-a", "zone-b"} {
 			it.Offerings = append(it.Offerings,
-				solver.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: 0.1, Available: true},
-				solver.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.3, Available: true})
+				catalog.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: 0.1, Available: true},
+				catalog.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: 0.3, Available: true})
 		}
 		return it
 	}
-	return []*solver.InstanceType{
+	return []*catalog.InstanceType{
 		mk("m5.large", "2", "8Gi", "amd64", nil),
 		mk("m5.xlarge", "4", "16Gi", "amd64", nil),
 		mk("c6g.large", "2", "4Gi", "arm64", nil),

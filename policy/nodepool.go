@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 // NodePoolContext is what validating a NodePool needs besides the policy.
@@ -21,7 +21,7 @@ type NodePoolContext struct {
 	Others []v1.NodePool
 	// Catalog is the cloud provider's instance types for the pool; nil when unknown, in which case
 	// the GPU and spot rules fall back to what the requirements alone say.
-	Catalog []*solver.InstanceType
+	Catalog []*catalog.InstanceType
 }
 
 var (
@@ -81,11 +81,11 @@ func exampleLimit(r corev1.ResourceName) string {
 	return "100"
 }
 
-func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, catalog []*solver.InstanceType) {
+func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, types []*catalog.InstanceType) {
 	if !p.GPU.Enabled() && !p.GPUExpiry.Enabled() {
 		return
 	}
-	why := acceleratorEvidence(p, reqs, catalog)
+	why := acceleratorEvidence(p, reqs, types)
 	if why == "" {
 		return
 	}
@@ -102,10 +102,10 @@ func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, c
 }
 
 // acceleratorEvidence explains why the pool can launch accelerator types, or returns "".
-func acceleratorEvidence(p Policy, reqs Requirements, catalog []*solver.InstanceType) string {
-	if catalog != nil {
-		known := KnownKeys(catalog)
-		for _, it := range catalog {
+func acceleratorEvidence(p Policy, reqs Requirements, types []*catalog.InstanceType) string {
+	if types != nil {
+		known := KnownKeys(types)
+		for _, it := range types {
 			for _, name := range p.GPUResourceName {
 				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 && len(reqs.Offerings(it, known)) > 0 {
 					return fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
@@ -147,14 +147,14 @@ func hasRepellingTaint(ts []corev1.Taint) bool {
 	})
 }
 
-func validateSpot(vs *Violations, p Policy, reqs Requirements, catalog []*solver.InstanceType) {
+func validateSpot(vs *Violations, p Policy, reqs Requirements, types []*catalog.InstanceType) {
 	if !p.Spot.Enabled() || !reqs.capacityTypes().Has(v1.CapacityTypeSpot) {
 		return
 	}
 	min := int(p.SpotMinInstanceTypes)
 	s := Setting{Action: p.Spot.Action, Source: p.SpotMinSource}
 	fix := "widen the requirements: prefer exclusion lists (NotIn) to allow lists and admit more instance families, sizes and generations"
-	if catalog == nil {
+	if types == nil {
 		// Without a catalog only an explicit allow list gives a count (an upper bound).
 		it, ok := reqs[v1.LabelInstanceType]
 		if !ok || it.complement || len(it.values) >= min {
@@ -166,10 +166,10 @@ func validateSpot(vs *Violations, p Policy, reqs Requirements, catalog []*solver
 			len(names), strings.Join(names, ", "), min)
 		return
 	}
-	known := KnownKeys(catalog)
+	known := KnownKeys(types)
 	var names []string
-	for _, it := range catalog {
-		if slices.ContainsFunc(reqs.Offerings(it, known), func(o solver.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot }) {
+	for _, it := range types {
+		if slices.ContainsFunc(reqs.Offerings(it, known), func(o catalog.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot }) {
 			names = append(names, it.Name)
 		}
 	}

@@ -1,10 +1,8 @@
 package catalog
 
-import "github.com/joist-dev/joist/solver"
-
 // OfferingPrice returns the $/hour of an instance type's offering in a zone and capacity type, and
 // whether the catalog has that offering.
-func OfferingPrice(its []*solver.InstanceType, instanceType, zone, capacityType string) (float64, bool) {
+func OfferingPrice(its []*InstanceType, instanceType, zone, capacityType string) (float64, bool) {
 	for _, it := range its {
 		if it.Name != instanceType {
 			continue

@@ -8,7 +8,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/catalog"
 )
 
 func TestValidateNodePool(t *testing.T) {
@@ -25,7 +25,7 @@ func TestValidateNodePool(t *testing.T) {
 		p       Policy
 		np      *v1.NodePool
 		others  []v1.NodePool
-		catalog []*solver.InstanceType
+		catalog []*catalog.InstanceType
 		// want lists substrings, one per expected violation, in order; prefix "warn:" for warnings.
 		want []string
 	}{
@@ -38,22 +38,22 @@ func TestValidateNodePool(t *testing.T) {
 			`spec.limits[cpu]: Forbidden: rule nodePools.maxLimits (Guardrail "platform"): spec.limits.cpu is 600, above the per-pool ceiling 500; fix: lower spec.limits.cpu to at most 500`,
 			`spec.limits[cpu]: Forbidden: rule clusterLimits (Guardrail "platform"): the declared cpu limits of all NodePools add up to 600 (this pool 600), above the cluster-wide ceiling 250; fix: lower spec.limits.cpu to at most 250`,
 		}},
-		{name: "gpu without taint, from catalog", p: Merge(nil), np: pool("gpu"), catalog: catalog(), want: []string{
+		{name: "gpu without taint, from catalog", p: Merge(nil), np: pool("gpu"), catalog: testCatalog(), want: []string{
 			`spec.template.spec.taints: Forbidden: rule nodePools.gpu (built-in default): NodePool "gpu" can launch accelerator instance types (e.g. p3.2xlarge with 1 nvidia.com/gpu) but has no NoSchedule or NoExecute taint`,
 			`warn:spec.template.spec.expireAfter: rule nodePools.gpu.expireAfterAction (built-in default): NodePool "gpu" can launch accelerator instance types (e.g. p3.2xlarge with 1 nvidia.com/gpu) and its nodes expire after 720h0m0s`,
 		}},
-		{name: "gpu excluded by requirements", p: Merge(nil), np: pool("cpu", req(v1.LabelInstanceType, corev1.NodeSelectorOpNotIn, "p3.2xlarge")), catalog: catalog()},
-		{name: "gpu tainted, never expires", p: Merge(nil), np: pool("gpu", taint("nvidia.com/gpu", corev1.TaintEffectNoSchedule), expire("Never")), catalog: catalog()},
+		{name: "gpu excluded by requirements", p: Merge(nil), np: pool("cpu", req(v1.LabelInstanceType, corev1.NodeSelectorOpNotIn, "p3.2xlarge")), catalog: testCatalog()},
+		{name: "gpu tainted, never expires", p: Merge(nil), np: pool("gpu", taint("nvidia.com/gpu", corev1.TaintEffectNoSchedule), expire("Never")), catalog: testCatalog()},
 		{name: "gpu by requirement key without catalog", p: Merge(nil), np: pool("gpu", req("karpenter.k8s.aws/instance-gpu-count", corev1.NodeSelectorOpGt, "0"), taint("gpu", corev1.TaintEffectPreferNoSchedule), expire("Never")), want: []string{
 			`rule nodePools.gpu (built-in default): NodePool "gpu" can launch accelerator instance types (requirement karpenter.k8s.aws/instance-gpu-count Gt 0)`,
 		}},
-		{name: "spot with too few types in catalog", p: strict, np: pool("s", spot, req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64"), limits("cpu", "100", "memory", "1Ti")), catalog: catalog(), want: []string{
+		{name: "spot with too few types in catalog", p: strict, np: pool("s", spot, req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64"), limits("cpu", "100", "memory", "1Ti")), catalog: testCatalog(), want: []string{
 			`spec.template.spec.requirements: Forbidden: rule nodePools.spot.minInstanceTypes (Guardrail "platform"): spot-capable NodePool admits 2 instance types of the provider catalog (c6g.large, c6g.xlarge), fewer than 3`,
 		}},
 		{name: "spot allow list without catalog", p: Merge(nil), np: pool("s", spot, req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge")), want: []string{
 			`warn:spec.template.spec.requirements: rule nodePools.spot.minInstanceTypes (built-in default): spot-capable NodePool admits at most 2 instance types (m5.large, m5.xlarge), fewer than 10; when spot capacity for them runs dry, pods stay Pending; fix: widen the requirements`,
 		}},
-		{name: "on-demand pool ignores spot rule", p: strict, np: pool("od", req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64"), limits("cpu", "100", "memory", "1Ti")), catalog: catalog()},
+		{name: "on-demand pool ignores spot rule", p: strict, np: pool("od", req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64"), limits("cpu", "100", "memory", "1Ti")), catalog: testCatalog()},
 		{name: "overlap with equal weight", p: Merge(nil), np: pool("b"), others: []v1.NodePool{*pool("a")}, want: []string{
 			`spec.template.spec.requirements: Forbidden: rule nodePools.overlap (built-in default): NodePool "b" overlaps NodePool "a": both have weight 0 and the same taints`,
 		}},

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
 )
 
 // Labels the default catalog sets on its instance types, for NodePool requirements such as
@@ -63,8 +62,8 @@ var (
 // Synthetic computes the default catalog: families c, m and r (2, 4 and 8 GiB per vCPU) in sizes
 // 1–96 vCPU for amd64 and arm64, and a GPU family g with 1, 4 and 8 nvidia.com/gpu; each type offered
 // spot and on-demand in three zones. default.yaml is Synthetic marshalled (`go generate`).
-func Synthetic() []*solver.InstanceType {
-	var out []*solver.InstanceType
+func Synthetic() []*InstanceType {
+	var out []*InstanceType
 	for _, f := range families {
 		for _, arch := range archs {
 			for _, cpus := range sizes {
@@ -78,14 +77,14 @@ func Synthetic() []*solver.InstanceType {
 	return out
 }
 
-func synthetic(family, arch string, cpus, memGiB, gpus int64) *solver.InstanceType {
+func synthetic(family, arch string, cpus, memGiB, gpus int64) *InstanceType {
 	size := fmt.Sprintf("%dx", cpus)
 	name := fmt.Sprintf("%s-%s-%s-linux", family, size, arch)
 	if gpus > 0 {
 		name = fmt.Sprintf("%s%d-%s-%s-linux", family, gpus, size, arch)
 	}
 	pods := MaxPods(cpus)
-	it := &solver.InstanceType{
+	it := &InstanceType{
 		Name: name,
 		Capacity: corev1.ResourceList{
 			corev1.ResourceCPU:              *resource.NewQuantity(cpus, resource.DecimalSI),
@@ -119,8 +118,8 @@ func synthetic(family, arch string, cpus, memGiB, gpus int64) *solver.InstanceTy
 	}
 	for _, zone := range Zones {
 		it.Offerings = append(it.Offerings,
-			solver.Offering{Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: round5(onDemand * (1 - spotDiscount[zone])), Available: true},
-			solver.Offering{Zone: zone, CapacityType: v1.CapacityTypeOnDemand, Price: round5(onDemand), Available: true},
+			Offering{Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: round5(onDemand * (1 - spotDiscount[zone])), Available: true},
+			Offering{Zone: zone, CapacityType: v1.CapacityTypeOnDemand, Price: round5(onDemand), Available: true},
 		)
 	}
 	return it

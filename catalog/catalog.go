@@ -15,8 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/joist-dev/joist/solver"
 )
 
 //go:generate go run ./gen -o default.yaml
@@ -31,31 +29,31 @@ func DefaultYAML() []byte {
 	return append([]byte(nil), defaultCatalog...)
 }
 
-var parsedDefault = sync.OnceValue(func() []*solver.InstanceType {
+var parsedDefault = sync.OnceValue(func() []*InstanceType {
 	its, err := Parse(defaultCatalog)
 	if err != nil {
-		panic(fmt.Sprintf("embedded default catalog is invalid (regenerate it with `go generate ./solver/catalog`): %v", err))
+		panic(fmt.Sprintf("embedded default catalog is invalid (regenerate it with `go generate ./catalog`): %v", err))
 	}
 	return its
 })
 
 // Default returns the embedded default catalog. Each call returns fresh copies the caller may modify.
-func Default() []*solver.InstanceType {
+func Default() []*InstanceType {
 	shared := parsedDefault()
-	out := make([]*solver.InstanceType, len(shared))
+	out := make([]*InstanceType, len(shared))
 	for i, it := range shared {
 		out[i] = deepCopy(it)
 	}
 	return out
 }
 
-func deepCopy(it *solver.InstanceType) *solver.InstanceType {
-	out := &solver.InstanceType{
+func deepCopy(it *InstanceType) *InstanceType {
+	out := &InstanceType{
 		Name:      it.Name,
 		Capacity:  it.Capacity.DeepCopy(),
 		Overhead:  it.Overhead.DeepCopy(),
 		Labels:    make(map[string]string, len(it.Labels)),
-		Offerings: append([]solver.Offering(nil), it.Offerings...),
+		Offerings: append([]Offering(nil), it.Offerings...),
 	}
 	for k, v := range it.Labels {
 		out.Labels[k] = v
@@ -65,7 +63,7 @@ func deepCopy(it *solver.InstanceType) *solver.InstanceType {
 
 // Marshal writes instance types in the catalog format, one compact entry per type, keys sorted, so
 // the output is stable and diffs well. The output is checked with Parse before it is returned.
-func Marshal(its []*solver.InstanceType) ([]byte, error) {
+func Marshal(its []*InstanceType) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString("instanceTypes:\n")
 	for _, it := range its {

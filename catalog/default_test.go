@@ -8,10 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
 )
 
-func onDemandPrice(t *testing.T, it *solver.InstanceType, zone string) float64 {
+func onDemandPrice(t *testing.T, it *InstanceType, zone string) float64 {
 	t.Helper()
 	for _, o := range it.Offerings {
 		if o.Zone == zone && o.CapacityType == v1.CapacityTypeOnDemand {
@@ -27,7 +26,7 @@ func TestDefaultCatalogInvariants(t *testing.T) {
 	if n := len(its); n < 50 || n > 300 {
 		t.Errorf("default catalog has %d instance types, want between 50 and 300", n)
 	}
-	byName := map[string]*solver.InstanceType{}
+	byName := map[string]*InstanceType{}
 	for _, it := range its {
 		byName[it.Name] = it
 	}
@@ -127,7 +126,7 @@ func TestDefaultCatalogInvariants(t *testing.T) {
 
 	t.Run("GPU family", func(t *testing.T) {
 		for _, gpus := range []int64{1, 4, 8} {
-			var found *solver.InstanceType
+			var found *InstanceType
 			for _, it := range its {
 				if q, ok := it.Capacity[ResourceGPU]; ok && q.Value() == gpus {
 					found = it

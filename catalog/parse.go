@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/solver"
 )
 
 // Defaults applied to entries that leave a field out.
@@ -78,7 +77,7 @@ func (s *scalarText) UnmarshalJSON(b []byte) error {
 // leave out capacity.pods get 110, and labels kubernetes.io/arch and kubernetes.io/os default to
 // amd64 and linux; offerings without `available` are available. Every problem found is reported,
 // each naming the entry, the field and what to change.
-func Parse(data []byte) ([]*solver.InstanceType, error) {
+func Parse(data []byte) ([]*InstanceType, error) {
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, fmt.Errorf("catalog is not valid YAML or JSON: %w", err)
@@ -92,7 +91,7 @@ func Parse(data []byte) ([]*solver.InstanceType, error) {
 	}
 	var (
 		errs  []error
-		out   = make([]*solver.InstanceType, 0, len(f.InstanceTypes))
+		out   = make([]*InstanceType, 0, len(f.InstanceTypes))
 		names = map[string]int{}
 	)
 	for i, raw := range f.InstanceTypes {
@@ -133,19 +132,19 @@ func strictUnmarshal(js []byte, into any) error {
 
 // parseEntry decodes and validates one entry. It returns the instance type (possibly partial, for
 // naming the entry) and the problems found.
-func parseEntry(raw json.RawMessage) (*solver.InstanceType, []string) {
+func parseEntry(raw json.RawMessage) (*InstanceType, []string) {
 	var e entry
 	if err := strictUnmarshal(raw, &e); err != nil {
 		var named struct {
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(raw, &named)
-		return &solver.InstanceType{Name: named.Name}, []string{err.Error() +
+		return &InstanceType{Name: named.Name}, []string{err.Error() +
 			" (entry fields are name, capacity, overhead, labels, offerings; offering fields are zone, capacityType, price, available)"}
 	}
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	it := &solver.InstanceType{Name: e.Name, Labels: map[string]string{}}
+	it := &InstanceType{Name: e.Name, Labels: map[string]string{}}
 
 	switch {
 	case e.Name == "":
@@ -238,7 +237,7 @@ func parseEntry(raw json.RawMessage) (*solver.InstanceType, []string) {
 		} else {
 			seen[key] = j
 		}
-		off := solver.Offering{Zone: o.Zone, CapacityType: o.CapacityType, Available: o.Available == nil || *o.Available}
+		off := Offering{Zone: o.Zone, CapacityType: o.CapacityType, Available: o.Available == nil || *o.Available}
 		if o.Price != nil {
 			off.Price = *o.Price
 		}

@@ -37,7 +37,7 @@ func FuzzValidateNodePool(f *testing.F) {
 	f.Add("node.kubernetes.io/instance-type", "Lte", "99999999999999999999", "", int32(100), "1e3", "PreferNoSchedule", []byte(`{"spec":{"template":{"spec":{"requirements":[{"key":"a","operator":"Gte","values":["-9223372036854775808"]}]}}}}`))
 	f.Add("", "DoesNotExist", "", "", int32(1), "0", "bogus", []byte(`{"spec":{"weight":5,"template":{"metadata":{"labels":{"team":"a"}}}}}`))
 	p := fuzzPolicy()
-	cat := catalog()
+	cat := testCatalog()
 	f.Fuzz(func(t *testing.T, key, op, val1, val2 string, w int32, cpu, effect string, raw []byte) {
 		np := pool("fuzz", req(key, corev1.NodeSelectorOperator(op), val1, val2), weight(w), taint(key, corev1.TaintEffect(effect)))
 		if qty, err := resource.ParseQuantity(cpu); err == nil {
