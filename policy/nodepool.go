@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/requirements"
 )
 
 // NodePoolContext is what validating a NodePool needs besides the policy.
@@ -35,7 +36,7 @@ var (
 func ValidateNodePool(p Policy, np *v1.NodePool, c NodePoolContext) Violations {
 	var vs Violations
 	limits := corev1.ResourceList(np.Spec.Limits)
-	reqs := NodePoolRequirements(np)
+	reqs := nodePoolSet(np)
 	validateLimits(&vs, p, np, limits)
 	validateGPU(&vs, p, np, reqs, c.Catalog)
 	validateSpot(&vs, p, reqs, c.Catalog)
@@ -81,7 +82,7 @@ func exampleLimit(r corev1.ResourceName) string {
 	return "100"
 }
 
-func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, types []*catalog.InstanceType) {
+func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs requirements.Set, types []*catalog.InstanceType) {
 	if !p.GPU.Enabled() && !p.GPUExpiry.Enabled() {
 		return
 	}
@@ -102,28 +103,25 @@ func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, t
 }
 
 // acceleratorEvidence explains why the pool can launch accelerator types, or returns "".
-func acceleratorEvidence(p Policy, reqs Requirements, types []*catalog.InstanceType) string {
+func acceleratorEvidence(p Policy, reqs requirements.Set, types []*catalog.InstanceType) string {
 	if types != nil {
-		known := KnownKeys(types)
+		known := requirements.Known(types)
 		for _, it := range types {
 			for _, name := range p.GPUResourceName {
-				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 && len(reqs.Offerings(it, known)) > 0 {
+				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 && len(offerings(reqs, it, known)) > 0 {
 					return fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
 				}
 			}
 		}
 		return ""
 	}
-	for _, k := range slices.Sorted(maps.Keys(reqs)) {
-		if !isAcceleratorKey(k) {
+	for _, kr := range reqs {
+		if !isAcceleratorKey(kr.Key) || kr.AllowsAbsent() {
 			continue
 		}
-		r := reqs[k]
-		if r.allowsAbsent {
-			continue
-		}
-		if r.complement || r.Has("1") || slices.ContainsFunc(slices.Collect(maps.Keys(r.values)), func(v string) bool { return v != "0" && v != "" }) {
-			return "requirement " + r.String()
+		vals, finite := kr.Finite()
+		if !finite || slices.ContainsFunc(vals, func(v string) bool { return v != "0" && v != "" && kr.Has(v) }) {
+			return "requirement " + kr.Describe(kr.Key)
 		}
 	}
 	return ""
@@ -147,8 +145,8 @@ func hasRepellingTaint(ts []corev1.Taint) bool {
 	})
 }
 
-func validateSpot(vs *Violations, p Policy, reqs Requirements, types []*catalog.InstanceType) {
-	if !p.Spot.Enabled() || !reqs.capacityTypes().Has(v1.CapacityTypeSpot) {
+func validateSpot(vs *Violations, p Policy, reqs requirements.Set, types []*catalog.InstanceType) {
+	if !p.Spot.Enabled() || !hasSpot(reqs) {
 		return
 	}
 	min := int(p.SpotMinInstanceTypes)
@@ -156,20 +154,20 @@ func validateSpot(vs *Violations, p Policy, reqs Requirements, types []*catalog.
 	fix := "widen the requirements: prefer exclusion lists (NotIn) to allow lists and admit more instance families, sizes and generations"
 	if types == nil {
 		// Without a catalog only an explicit allow list gives a count (an upper bound).
-		it, ok := reqs[v1.LabelInstanceType]
-		if !ok || it.complement || len(it.values) >= min {
+		it, ok := reqs.Get(v1.LabelInstanceType)
+		names, finite := it.Finite()
+		if !ok || !finite || len(names) >= min {
 			return
 		}
-		names := slices.Sorted(maps.Keys(it.values))
 		vs.add(s, RuleSpot, requirementsPath, fix,
 			"spot-capable NodePool admits at most %d instance types (%s), fewer than %d; when spot capacity for them runs dry, pods stay Pending",
 			len(names), strings.Join(names, ", "), min)
 		return
 	}
-	known := KnownKeys(types)
+	known := requirements.Known(types)
 	var names []string
 	for _, it := range types {
-		if slices.ContainsFunc(reqs.Offerings(it, known), func(o catalog.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot }) {
+		if slices.ContainsFunc(offerings(reqs, it, known), func(o catalog.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot }) {
 			names = append(names, it.Name)
 		}
 	}
@@ -192,7 +190,7 @@ func abbreviate(names []string, n int) string {
 	return strings.Join(names[:n], ", ") + fmt.Sprintf(", … %d more", len(names)-n)
 }
 
-func validateOverlap(vs *Violations, p Policy, np *v1.NodePool, reqs Requirements, others []v1.NodePool) {
+func validateOverlap(vs *Violations, p Policy, np *v1.NodePool, reqs requirements.Set, others []v1.NodePool) {
 	if !p.Overlap.Enabled() {
 		return
 	}
@@ -201,7 +199,7 @@ func validateOverlap(vs *Violations, p Policy, np *v1.NodePool, reqs Requirement
 		if o.GetWeight() != np.GetWeight() || !sameTaints(o.Spec.Template.Spec.Taints, np.Spec.Template.Spec.Taints) {
 			continue
 		}
-		if NodePoolRequirements(o).Conflict(reqs) != "" {
+		if nodePoolSet(o).And(reqs).Conflict() != "" {
 			continue
 		}
 		vs.add(p.Overlap, RuleOverlap, requirementsPath,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/requirements"
 )
 
 // selects reports whether sel matches the labels; nil selects everything, an invalid selector nothing.
@@ -234,7 +235,7 @@ func ValidatePodPlacement(p Policy, pod *corev1.Pod, nsLabels map[string]string)
 	}
 	var vs Violations
 	s := Setting{Action: v1alpha1.ActionDeny, Source: strings.Join(sources, ", ")}
-	bound := NewRequirement(v1.NodePoolLabelKey, corev1.NodeSelectorOpIn, pools...)
+	bound := requirements.In(pools...)
 	fix := fmt.Sprintf("select one of the NodePools bound to namespace %q (%s), or drop the NodePool selection", pod.Namespace, strings.Join(pools, ", "))
 	if want, ok := pod.Spec.NodeSelector[v1.NodePoolLabelKey]; ok && !bound.Has(want) {
 		vs.add(s, RuleBindings, field.NewPath("spec", "nodeSelector").Key(v1.NodePoolLabelKey), fix,
@@ -247,16 +248,20 @@ func ValidatePodPlacement(p Policy, pod *corev1.Pod, nsLabels map[string]string)
 	dead := 0
 	var named []string
 	for _, t := range terms {
-		sel := Requirements{}
+		var sel requirements.Set
 		for _, e := range t.MatchExpressions {
 			if e.Key == v1.NodePoolLabelKey {
-				sel.Add(NewRequirement(e.Key, e.Operator, e.Values...))
+				r, err := requirements.New(e.Operator, e.Values)
+				if err != nil {
+					r = requirements.Requirement{} // admits nothing, as the scheduler would not place it
+				}
+				sel = sel.With(e.Key, r)
 			}
 		}
-		r, ok := sel[v1.NodePoolLabelKey]
-		if ok && r.Intersect(bound).Empty() {
+		r, ok := sel.Get(v1.NodePoolLabelKey)
+		if x := r.Intersect(bound); ok && x.Empty() {
 			dead++
-			named = append(named, r.String())
+			named = append(named, r.Describe(v1.NodePoolLabelKey))
 		}
 	}
 	if len(terms) > 0 && dead == len(terms) {

@@ -228,7 +228,7 @@ func TestValidatePodPlacement(t *testing.T) {
 		{name: "affinity naming only other pools", edit: func(p *corev1.Pod) {
 			p.Spec.Affinity = nodePoolAffinity([]corev1.NodeSelectorRequirement{inPools("gpu", "team-b")})
 		},
-			want: `rule nodePoolBindings (Guardrail "defaults"): pod requires karpenter.sh/nodepool In [gpu team-b], but namespace "team-a" may only use NodePools [shared team-a]`},
+			want: `rule nodePoolBindings (Guardrail "defaults"): pod requires karpenter.sh/nodepool In [gpu,team-b], but namespace "team-a" may only use NodePools [shared team-a]`},
 		{name: "affinity with one usable term", edit: func(p *corev1.Pod) {
 			p.Spec.Affinity = nodePoolAffinity([]corev1.NodeSelectorRequirement{inPools("gpu")}, []corev1.NodeSelectorRequirement{inPools("shared")})
 		}},

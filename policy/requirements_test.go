@@ -6,55 +6,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/requirements"
 )
-
-func TestRequirementIntersectEmpty(t *testing.T) {
-	in := func(v ...string) Requirement { return NewRequirement("k", corev1.NodeSelectorOpIn, v...) }
-	notIn := func(v ...string) Requirement { return NewRequirement("k", corev1.NodeSelectorOpNotIn, v...) }
-	op := func(o corev1.NodeSelectorOperator, v ...string) Requirement { return NewRequirement("k", o, v...) }
-	cases := []struct {
-		name  string
-		a, b  Requirement
-		empty bool
-	}{
-		{"In overlapping", in("a", "b"), in("b", "c"), false},
-		{"In disjoint", in("a"), in("b"), true},
-		{"In vs NotIn covering", in("a"), notIn("a"), true},
-		{"In vs NotIn partial", in("a", "b"), notIn("a"), false},
-		{"NotIn vs NotIn", notIn("a"), notIn("b"), false},
-		{"Exists vs DoesNotExist", op(corev1.NodeSelectorOpExists), op(corev1.NodeSelectorOpDoesNotExist), true},
-		{"NotIn vs DoesNotExist: both admit a node without the label", notIn("a"), op(corev1.NodeSelectorOpDoesNotExist), false},
-		{"In vs DoesNotExist", in("a"), op(corev1.NodeSelectorOpDoesNotExist), true},
-		{"Gt vs Lt disjoint", op(corev1.NodeSelectorOpGt, "8"), op(corev1.NodeSelectorOpLt, "9"), true},
-		{"Gt vs Lt one value", op(corev1.NodeSelectorOpGt, "7"), op(corev1.NodeSelectorOpLt, "9"), false},
-		{"Gte vs Lte equal", op(v1.NodeSelectorOpGte, "8"), op(v1.NodeSelectorOpLte, "8"), false},
-		{"Gt and NotIn the only value", op(corev1.NodeSelectorOpGt, "7"), NewRequirement("k", corev1.NodeSelectorOpLt, "9").Intersect(notIn("8")), true},
-		{"In vs Gt", in("4", "16"), op(corev1.NodeSelectorOpGt, "8"), false},
-		{"In vs Gt none", in("4", "8"), op(corev1.NodeSelectorOpGt, "8"), true},
-		{"In non-numeric vs Gt", in("large"), op(corev1.NodeSelectorOpGt, "1"), true},
-		{"Bad bound admits nothing", in("3"), op(corev1.NodeSelectorOpGt, "x"), true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := c.a.Intersect(c.b).Empty(); got != c.empty {
-				t.Errorf("%s ∩ %s empty = %v, want %v", c.a, c.b, got, c.empty)
-			}
-			if got := c.b.Intersect(c.a).Empty(); got != c.empty {
-				t.Errorf("commuted: %s ∩ %s empty = %v, want %v", c.b, c.a, got, c.empty)
-			}
-		})
-	}
-}
 
 func TestOfferings(t *testing.T) {
 	cat := testCatalog()
-	known := KnownKeys(cat)
-	count := func(np *v1.NodePool) (types, offerings int) {
-		rs := NodePoolRequirements(np)
+	known := requirements.Known(cat)
+	count := func(np *v1.NodePool) (types, offers int) {
+		rs := nodePoolSet(np)
 		for _, it := range cat {
-			if o := rs.Offerings(it, known); len(o) > 0 {
+			if o := offerings(rs, it, known); len(o) > 0 {
 				types++
-				offerings += len(o)
+				offers += len(o)
 			}
 		}
 		return
@@ -78,5 +41,29 @@ func TestOfferings(t *testing.T) {
 				t.Errorf("admits %d types with %d offerings, want %d and %d", types, offerings, c.types, c.offerings)
 			}
 		})
+	}
+}
+
+// TestGPUPoolProbe is issue #9's probe at the policy layer: a pool requiring a GPU label admits only
+// the catalog's GPU type, not the CPU type that lacks the label.
+func TestGPUPoolProbe(t *testing.T) {
+	cat := testCatalog()
+	cat[4].Labels["joist.dev/instance-gpu-count"] = "1"
+	known := requirements.Known(cat)
+	for _, op := range []corev1.NodeSelectorOperator{corev1.NodeSelectorOpIn, corev1.NodeSelectorOpExists} {
+		vals := []string{"1"}
+		if op == corev1.NodeSelectorOpExists {
+			vals = nil
+		}
+		np := pool("gpu", req("joist.dev/instance-gpu-count", op, vals...))
+		var admitted []string
+		for _, it := range cat {
+			if len(offerings(nodePoolSet(np), it, known)) > 0 {
+				admitted = append(admitted, it.Name)
+			}
+		}
+		if len(admitted) != 1 || admitted[0] != "p3.2xlarge" {
+			t.Errorf("%s: pool admits %v, want only p3.2xlarge", op, admitted)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package solver
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -11,9 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/requirements"
 )
-
-var errNoTerms = errors.New("required node affinity has no usable terms")
 
 // class is a set of pods identical for scheduling: same namespace, labels, requests and
 // constraints. The solver places classes, not pods.
@@ -26,7 +24,7 @@ type class struct {
 	spec   *corev1.PodSpec
 	req    resVec
 
-	baseAlts   []reqSet
+	baseAlts   []requirements.Set
 	volZones   []string
 	prefNode   []weightedReqs
 	tols       []corev1.Toleration
@@ -58,7 +56,7 @@ type class struct {
 
 type weightedReqs struct {
 	weight int32
-	reqs   reqSet
+	reqs   requirements.Set
 }
 
 type stepKind int
@@ -90,7 +88,7 @@ type eff struct {
 
 // alt is one ORed alternative of the node requirements.
 type alt struct {
-	reqs     reqSet
+	reqs     requirements.Set
 	sig      string
 	zoneMask uint64
 	ctMask   uint64
@@ -185,7 +183,7 @@ func (s *solver) buildClasses() {
 
 func (s *solver) initClass(c *class, claims []string) {
 	spec := c.spec
-	alts, err := requiredAlts(spec)
+	alts, err := requirements.ForPod(spec)
 	if err != nil {
 		c.err = fmt.Sprintf("invalid node selection: %v", err)
 		return
@@ -211,7 +209,7 @@ func (s *solver) initClass(c *class, claims []string) {
 			}
 			c.volZones = zones
 			for i := range alts {
-				alts[i] = alts[i].with(v1.LabelTopologyZone, req{values: zones})
+				alts[i] = alts[i].With(v1.LabelTopologyZone, requirements.In(zones...))
 			}
 		}
 	}
@@ -220,7 +218,7 @@ func (s *solver) initClass(c *class, claims []string) {
 	aff := spec.Affinity
 	if aff != nil && aff.NodeAffinity != nil {
 		for i, pt := range aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			rs, err := reqsFromTerm(nil, &aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].Preference)
+			rs, err := requirements.FromTerm(nil, &aff.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i].Preference)
 			if err != nil || len(rs) == 0 {
 				continue
 			}
@@ -357,7 +355,7 @@ func (s *solver) effAt(c *class, level int) *eff {
 		return e
 	}
 	e := &eff{spreads: c.hardSpread, aff: c.hardAff, anti: c.hardAnti}
-	var prefReqs reqSet
+	var prefReqs requirements.Set
 	for _, st := range c.steps[min(level, len(c.steps)):] {
 		switch st.kind {
 		case stepPrefAff:
@@ -365,7 +363,7 @@ func (s *solver) effAt(c *class, level int) *eff {
 		case stepPrefAnti:
 			e.anti = append(append([]*termRef(nil), e.anti...), c.softAnti[st.i])
 		case stepPrefNode:
-			prefReqs = prefReqs.and(c.prefNode[st.i].reqs)
+			prefReqs = prefReqs.And(c.prefNode[st.i].reqs)
 		case stepSoftSpread:
 			e.spreads = append(append([]*spreadRef(nil), e.spreads...), c.softSpread[st.i])
 		case stepPreferTaints:
@@ -373,10 +371,10 @@ func (s *solver) effAt(c *class, level int) *eff {
 		}
 	}
 	for _, base := range c.baseAlts {
-		rs := base.and(prefReqs)
-		a := &alt{reqs: rs, sig: rs.signature(), conflict: rs.conflict()}
-		zr, zok := rs.get(v1.LabelTopologyZone)
-		cr, cok := rs.get(v1.CapacityTypeLabelKey)
+		rs := base.And(prefReqs)
+		a := &alt{reqs: rs, sig: rs.Signature(), conflict: rs.Conflict()}
+		zr, zok := rs.Get(v1.LabelTopologyZone)
+		cr, cok := rs.Get(v1.CapacityTypeLabelKey)
 		a.zoneMask = maskFor(zr, zok, s.zones)
 		a.ctMask = maskFor(cr, cok, s.cts)
 		e.alts = append(e.alts, a)

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/requirements"
 )
 
 // maxOptions caps the instance-type options of a plan (as upstream Karpenter does), keeping the
@@ -128,19 +129,20 @@ func (s *solver) plan(n *node) NodeClaimPlan {
 	add(v1.LabelTopologyZone, maskValues(zones, s.zones))
 	add(v1.CapacityTypeLabelKey, maskValues(cts, s.cts))
 	for _, kr := range n.reqs {
-		switch kr.key {
-		case v1.NodePoolLabelKey, v1.LabelInstanceType, v1.LabelTopologyZone, v1.CapacityTypeLabelKey, fieldNameKey, v1.LabelHostname:
+		switch kr.Key {
+		case v1.NodePoolLabelKey, v1.LabelInstanceType, v1.LabelTopologyZone, v1.CapacityTypeLabelKey, requirements.MetadataNameKey, v1.LabelHostname:
 			continue
 		}
-		r := kr.req
-		if r.allowAbsent && r.any && len(r.values) == 0 && !r.hasGt && !r.hasLt {
+		r := kr.Requirement
+		if r.Unconstrained() {
 			continue
 		}
 		// A key only the pool's requirements define becomes a node label: settle it on one value.
-		if _, templ := p.templLabels[kr.key]; !templ && !p.typeKeys[kr.key] && !r.any && len(r.values) > 1 {
-			r.values = r.values[:1]
+		_, templ := p.templLabels[kr.Key]
+		if vals, finite := r.Finite(); !templ && !p.typeKeys[kr.Key] && finite && len(vals) > 1 {
+			r = requirements.In(vals[0])
 		}
-		reqs = append(reqs, toAPI(kr.key, r, minValues[kr.key])...)
+		reqs = append(reqs, r.ToAPI(kr.Key, minValues[kr.Key])...)
 	}
 	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Key < reqs[j].Key })
 	plan.Requirements = reqs

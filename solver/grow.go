@@ -3,6 +3,8 @@ package solver
 import (
 	"math"
 	"math/bits"
+
+	"github.com/joist-dev/joist/requirements"
 )
 
 // move is a checked placement on a planned node, ready to commit.
@@ -10,7 +12,7 @@ type move struct {
 	n       *node
 	k       int
 	cand    bitset
-	newReqs reqSet
+	newReqs requirements.Set
 	zm, cm  uint64
 	zone    int
 }
@@ -126,8 +128,8 @@ func (s *solver) prepareNew(c *class, e *eff, a *alt, n *node, maxK int, strict 
 		return nil, attempt{perm: true, stage: stageReqs}
 	}
 	if len(a.reqs) > 0 {
-		newReqs = n.reqs.and(a.reqs)
-		if newReqs.conflict() != "" {
+		newReqs = n.reqs.And(a.reqs)
+		if newReqs.Conflict() != "" {
 			return nil, attempt{perm: true, stage: stageReqs}
 		}
 		cand = cand.and(s.compat(p, a))

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/requirements"
 )
 
 // offer is an available offering an instance type may launch as, within its pool's requirements.
@@ -76,7 +77,7 @@ type pool struct {
 	name         string
 	np           *v1.NodePool
 	weight       int32
-	reqs         reqSet // requirements ∩ template labels ∩ nodepool
+	reqs         requirements.Set // requirements ∩ template labels ∩ nodepool
 	templLabels  map[string]string
 	zoneMask     uint64
 	ctMask       uint64
@@ -89,32 +90,27 @@ type pool struct {
 	committed    resVec
 	minValues    []minValue
 	compat       map[string]bitset
-	typeKeys     map[string]bool // label keys some type sets
+	typeKeys     requirements.KnownKeys // label keys some instance type of the input defines
 }
 
 // labelOf resolves what a node of type t in this pool carries for key. resolved=false means the
-// pool's requirement on key decides (pool-defined key) or the key is zone/capacity-type.
+// pool's requirement on key decides (a key no instance type of the catalog defines) or the key is
+// zone/capacity-type; requirements.KnownKeys holds the rule.
 func (p *pool) labelOf(t *itype, key string) (val string, present, resolved bool) {
-	switch key {
-	case v1.LabelInstanceType:
-		return t.it.Name, true, true
-	case v1.NodePoolLabelKey:
+	if key == v1.NodePoolLabelKey {
 		return p.name, true, true
-	case v1.LabelTopologyZone, v1.CapacityTypeLabelKey:
-		return "", false, false
-	case fieldNameKey, v1.LabelHostname:
-		return "", false, true
 	}
-	if v, ok := t.it.Labels[key]; ok {
-		return v, true, true
+	val, present, resolved = p.typeKeys.TypeLabel(t.it, key)
+	if resolved || key == v1.LabelTopologyZone || key == v1.CapacityTypeLabelKey {
+		return val, present, resolved
 	}
 	if v, ok := p.templLabels[key]; ok {
 		return v, true, true
 	}
-	if _, ok := p.reqs.get(key); ok {
+	if _, ok := p.reqs.Get(key); ok {
 		return "", false, false
 	}
-	return "", false, true
+	return "", false, true // nothing puts the label on the node
 }
 
 // node is an existing node, an in-flight claim or a new node being planned.
@@ -135,7 +131,7 @@ type node struct {
 	preferTaints []corev1.Taint
 
 	// new nodes
-	reqs     reqSet
+	reqs     requirements.Set
 	zoneMask uint64
 	ctMask   uint64
 	options  bitset

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/joist-dev/joist/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -25,10 +26,10 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 			}
 		}
 		passedTaints = true
-		if x := p.reqs.and(a.reqs); x.conflict() != "" {
-			k := x.conflict()
-			pr, _ := p.reqs.get(k)
-			c.fail.note(stageReqs, fmt.Sprintf("NodePool %s requires %s; the pod requires %s", p.name, describeReq(k, pr), describeReq(k, mustGet(a.reqs, k))))
+		if x := p.reqs.And(a.reqs); x.Conflict() != "" {
+			k := x.Conflict()
+			pr, _ := p.reqs.Get(k)
+			c.fail.note(stageReqs, fmt.Sprintf("NodePool %s requires %s; the pod requires %s", p.name, pr.Describe(k), mustGet(a.reqs, k).Describe(k)))
 			continue
 		}
 		cb := s.compat(p, a)
@@ -97,7 +98,7 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 
 func (s *solver) noTypeMsg(p *pool, c *class, a *alt) string {
 	for _, kr := range a.reqs {
-		one := reqSet{kr}
+		one := requirements.Set{kr}
 		found := false
 		for _, t := range p.types {
 			if typeAdmits(p, t, one, s.zones, s.cts) {
@@ -106,8 +107,8 @@ func (s *solver) noTypeMsg(p *pool, c *class, a *alt) string {
 			}
 		}
 		if !found {
-			msg := fmt.Sprintf("no instance type in NodePool %s matches %s", p.name, describeReq(kr.key, kr.req))
-			if kr.key == "topology.kubernetes.io/zone" && len(c.volZones) > 0 {
+			msg := fmt.Sprintf("no instance type in NodePool %s matches %s", p.name, kr.Describe(kr.Key))
+			if kr.Key == "topology.kubernetes.io/zone" && len(c.volZones) > 0 {
 				msg += " (zone pinned by the pod's volumes)"
 			}
 			return msg
@@ -115,7 +116,7 @@ func (s *solver) noTypeMsg(p *pool, c *class, a *alt) string {
 	}
 	var parts []string
 	for _, kr := range a.reqs {
-		parts = append(parts, describeReq(kr.key, kr.req))
+		parts = append(parts, kr.Describe(kr.Key))
 	}
 	return fmt.Sprintf("no instance type in NodePool %s matches %s together", p.name, strings.Join(parts, ", "))
 }
@@ -164,10 +165,10 @@ func (s *solver) limitMsg(p *pool, need, slack resVec) string {
 }
 
 // minValuesMsg checks the pool's minValues against the options left; "" when satisfied.
-func (s *solver) minValuesMsg(p *pool, opts bitset, rs reqSet, zm, cm uint64) string {
+func (s *solver) minValuesMsg(p *pool, opts bitset, rs requirements.Set, zm, cm uint64) string {
 	for _, mv := range p.minValues {
 		vals := map[string]bool{}
-		r, hasR := rs.get(mv.key)
+		r, hasR := rs.Get(mv.key)
 		opts.each(func(i int) bool {
 			t := p.types[i]
 			switch mv.key {
@@ -186,8 +187,8 @@ func (s *solver) minValuesMsg(p *pool, opts bitset, rs reqSet, zm, cm uint64) st
 			default:
 				if v, present, resolved := p.labelOf(t, mv.key); resolved && present {
 					vals[v] = true
-				} else if !resolved && hasR && !r.any {
-					for _, v := range r.values {
+				} else if allowed, finite := r.Finite(); !resolved && hasR && finite {
+					for _, v := range allowed {
 						vals[v] = true
 					}
 				}

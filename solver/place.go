@@ -2,6 +2,8 @@ package solver
 
 import (
 	"fmt"
+
+	"github.com/joist-dev/joist/requirements"
 )
 
 const (
@@ -113,7 +115,7 @@ func (s *solver) placeSome(c *class, e *eff, maxK int) int {
 	c.fail = failure{}
 	for ai, a := range e.alts {
 		if a.conflict != "" {
-			c.fail.note(stageReqs, fmt.Sprintf("node selection can never match: %s", describeReq(a.conflict, mustGet(a.reqs, a.conflict))))
+			c.fail.note(stageReqs, fmt.Sprintf("node selection can never match: %s", mustGet(a.reqs, a.conflict).Describe(a.conflict)))
 			continue
 		}
 		tag := c.level*1024 + ai
@@ -202,8 +204,8 @@ func existingMsg(at attempt) string {
 	return "no NodePool, and no existing node has room for the pod"
 }
 
-func mustGet(rs reqSet, key string) req {
-	r, _ := rs.get(key)
+func mustGet(rs requirements.Set, key string) requirements.Requirement {
+	r, _ := rs.Get(key)
 	return r
 }
 
@@ -233,7 +235,7 @@ func (s *solver) tryExisting(c *class, e *eff, a *alt, n *node, maxK int) attemp
 			return attempt{perm: true, stage: stageTaint}
 		}
 	}
-	if len(a.reqs) > 0 && !a.reqs.matchesLabels(n.ex.Labels, n.name) {
+	if len(a.reqs) > 0 && !a.reqs.MatchesLabels(n.ex.Labels, n.name) {
 		return attempt{perm: true, stage: stageReqs}
 	}
 	if !fitsIn(n.used, c.req, n.alloc) {
@@ -327,7 +329,7 @@ func (s *solver) zoneInfo(n *node, cand bitset, zm, cm uint64, cacheable bool) (
 
 // commitNew adds k pods of c to a planned node, narrowing its options to the types that still
 // hold everything and keeping the pool within its limits and minValues.
-func (s *solver) commitNew(c *class, n *node, k int, cand bitset, newReqs reqSet, zm, cm uint64, zone int) (bool, int, string) {
+func (s *solver) commitNew(c *class, n *node, k int, cand bitset, newReqs requirements.Set, zm, cm uint64, zone int) (bool, int, string) {
 	p := n.pool
 	used := n.used.clone()
 	for i := 0; i < k; i++ {

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"sort"
 
+	"github.com/joist-dev/joist/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -342,8 +343,8 @@ func (s *solver) tryRoom(it *item, n *node) bool {
 	}
 	reqs, cand := n.reqs, n.options
 	if len(a.reqs) > 0 {
-		reqs = n.reqs.and(a.reqs)
-		if reqs.conflict() != "" {
+		reqs = n.reqs.And(a.reqs)
+		if reqs.Conflict() != "" {
 			return false
 		}
 		cand = cand.and(s.compat(p, a))
@@ -377,7 +378,7 @@ type freeFill struct {
 	t      int
 	counts []int
 	used   resVec
-	reqs   reqSet
+	reqs   requirements.Set
 	zm, cm uint64
 	n      int
 	// usedPrimary is the primary items' part of used.
@@ -509,10 +510,10 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 			a := s.effAt(c, 0).alts[0]
 			reqs := f.reqs
 			if len(a.reqs) > 0 {
-				reqs = f.reqs.and(a.reqs)
+				reqs = f.reqs.And(a.reqs)
 			}
 			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
-			if reqs.conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {
+			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {
 				ok[bi] = false
 				continue
 			}
@@ -585,11 +586,11 @@ func (s *solver) reshape(n *node) {
 			break
 		}
 		a := e.alts[0]
-		reqs = reqs.and(a.reqs)
+		reqs = reqs.And(a.reqs)
 		zm &= a.zoneMask
 		cm &= a.ctMask
 	}
-	if ok && reqs.conflict() == "" && zm != 0 && cm != 0 {
+	if ok && reqs.Conflict() == "" && zm != 0 && cm != 0 {
 		if pinned && n.zone >= 0 {
 			zm &= 1 << uint(n.zone)
 		} else if !pinned {

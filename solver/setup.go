@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/requirements"
 )
 
 type solver struct {
@@ -36,7 +37,7 @@ type solver struct {
 type dsPod struct {
 	ds   *appsv1.DaemonSet
 	req  resVec
-	alts []reqSet
+	alts []requirements.Set
 	tol  []corev1.Toleration
 }
 
@@ -102,20 +103,6 @@ func (s *solver) setup() {
 	}
 }
 
-// maskFor turns a requirement on zone or capacity type into a mask over the universe.
-func maskFor(r req, present bool, universe []string) uint64 {
-	if !present {
-		return ^uint64(0)
-	}
-	var m uint64
-	for i, v := range universe {
-		if r.matches(v, true) {
-			m |= 1 << uint(i)
-		}
-	}
-	return m
-}
-
 func (s *solver) buildPools() {
 	var entries []NodePoolInput
 	for _, pi := range s.in.NodePools {
@@ -136,31 +123,28 @@ func (s *solver) buildPools() {
 		}
 		return entries[i].NodePool.Name < entries[j].NodePool.Name
 	})
+	catalogs := make([][]*catalog.InstanceType, 0, len(entries))
+	for _, pi := range entries {
+		catalogs = append(catalogs, pi.InstanceTypes)
+	}
+	known := requirements.Known(catalogs...)
 	for _, pi := range entries {
 		np := pi.NodePool
-		p := &pool{idx: len(s.pools), name: np.Name, np: np, weight: weight(pi), compat: map[string]bitset{}, typeKeys: map[string]bool{}}
+		p := &pool{idx: len(s.pools), name: np.Name, np: np, weight: weight(pi), compat: map[string]bitset{}, typeKeys: known}
 		p.templLabels = np.Spec.Template.Labels
-		p.reqs = p.reqs.with(v1.NodePoolLabelKey, req{values: []string{np.Name}})
-		for k, v := range np.Spec.Template.Labels {
-			p.reqs = p.reqs.with(k, req{values: []string{v}})
-		}
-		bad := false
+		var err error
+		p.reqs, err = requirements.ForNodePool(np)
+		bad := err != nil
 		for _, r := range np.Spec.Template.Spec.Requirements {
-			rq, err := newReq(r.Operator, r.Values)
-			if err != nil {
-				bad = true
-				break
-			}
-			p.reqs = p.reqs.with(r.Key, rq)
 			if r.MinValues != nil {
 				p.minValues = append(p.minValues, minValue{key: r.Key, n: *r.MinValues})
 			}
 		}
-		if bad || p.reqs.conflict() != "" {
+		if bad || p.reqs.Conflict() != "" {
 			continue
 		}
-		zr, zok := p.reqs.get(v1.LabelTopologyZone)
-		cr, cok := p.reqs.get(v1.CapacityTypeLabelKey)
+		zr, zok := p.reqs.Get(v1.LabelTopologyZone)
+		cr, cok := p.reqs.Get(v1.CapacityTypeLabelKey)
 		p.zoneMask = maskFor(zr, zok, s.zones) & s.allZones
 		p.ctMask = maskFor(cr, cok, s.cts) & s.allCTs
 		for _, t := range np.Spec.Template.Spec.Taints {
@@ -199,8 +183,8 @@ func (s *solver) buildTypes(p *pool, its []*catalog.InstanceType) {
 		t := &itype{it: it}
 		ok := true
 		for _, kr := range p.reqs {
-			val, present, resolved := p.labelOf(t, kr.key)
-			if resolved && !kr.matches(val, present) {
+			val, present, resolved := p.labelOf(t, kr.Key)
+			if resolved && !kr.Matches(val, present) {
 				ok = false
 				break
 			}
@@ -236,9 +220,6 @@ func (s *solver) buildTypes(p *pool, its []*catalog.InstanceType) {
 		t.capacity = s.d.capacityVec(it.Capacity)
 		t.alloc = t.capacity.clone()
 		t.alloc.sub(s.d.vec(it.Overhead))
-		for k := range it.Labels {
-			p.typeKeys[k] = true
-		}
 		p.types = append(p.types, t)
 	}
 	sort.SliceStable(p.types, func(i, j int) bool {
@@ -274,7 +255,7 @@ func (s *solver) buildDaemonSets() {
 			continue
 		}
 		spec := &ds.Spec.Template.Spec
-		alts, err := requiredAlts(spec)
+		alts, err := requirements.ForPod(spec)
 		if err != nil {
 			continue
 		}
@@ -297,27 +278,27 @@ func (s *solver) dsRuns(ds *dsPod, p *pool, t *itype) bool {
 }
 
 // typeAdmits reports whether a node of type t in pool p can satisfy the requirement set.
-func typeAdmits(p *pool, t *itype, rs reqSet, zones, cts []string) bool {
+func typeAdmits(p *pool, t *itype, rs requirements.Set, zones, cts []string) bool {
 	zm, cm := ^uint64(0), ^uint64(0)
 	for _, kr := range rs {
-		switch kr.key {
+		switch kr.Key {
 		case v1.LabelTopologyZone:
-			zm = maskFor(kr.req, true, zones)
+			zm = maskFor(kr.Requirement, true, zones)
 			continue
 		case v1.CapacityTypeLabelKey:
-			cm = maskFor(kr.req, true, cts)
+			cm = maskFor(kr.Requirement, true, cts)
 			continue
 		}
-		val, present, resolved := p.labelOf(t, kr.key)
+		val, present, resolved := p.labelOf(t, kr.Key)
 		if resolved {
-			if !kr.matches(val, present) {
+			if !kr.Matches(val, present) {
 				return false
 			}
 			continue
 		}
-		pr, _ := p.reqs.get(kr.key)
-		x := intersect(pr, kr.req)
-		if !x.hasValue() {
+		pr, _ := p.reqs.Get(kr.Key)
+		x := pr.Intersect(kr.Requirement)
+		if x.Empty() {
 			return false
 		}
 	}
@@ -392,37 +373,4 @@ func (s *solver) buildExisting() {
 		s.nodes = append(s.nodes, n)
 		s.existing = append(s.existing, n)
 	}
-}
-
-// requiredAlts returns the ORed alternatives of a pod's nodeSelector and required node affinity.
-func requiredAlts(spec *corev1.PodSpec) ([]reqSet, error) {
-	var terms []corev1.NodeSelectorTerm
-	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-		if len(terms) == 0 {
-			return nil, errNoTerms
-		}
-	}
-	if len(terms) == 0 {
-		rs, err := reqsFromTerm(spec.NodeSelector, nil)
-		if err != nil {
-			return nil, err
-		}
-		return []reqSet{rs}, nil
-	}
-	var out []reqSet
-	for i := range terms {
-		if len(terms[i].MatchExpressions) == 0 && len(terms[i].MatchFields) == 0 {
-			continue
-		}
-		rs, err := reqsFromTerm(spec.NodeSelector, &terms[i])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rs)
-	}
-	if len(out) == 0 {
-		return nil, errNoTerms
-	}
-	return out, nil
 }

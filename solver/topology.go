@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/requirements"
 )
 
 // group counts the pods matching one (topology key, namespaces, selector) per domain. Spread
@@ -237,7 +238,7 @@ func (s *solver) zoneUniverse(c *class) uint64 {
 			continue
 		}
 		for _, a := range c.baseAlts {
-			if a.matchesLabels(n.ex.Labels, n.name) {
+			if a.MatchesLabels(n.ex.Labels, n.name) {
 				m |= 1 << uint(n.zone)
 				break
 			}
@@ -245,7 +246,7 @@ func (s *solver) zoneUniverse(c *class) uint64 {
 	}
 	for _, p := range s.pools {
 		for _, a := range c.baseAlts {
-			if x := p.reqs.and(a); x.conflict() != "" {
+			if x := p.reqs.And(a); x.Conflict() != "" {
 				continue
 			}
 			for _, t := range p.types {
@@ -257,7 +258,7 @@ func (s *solver) zoneUniverse(c *class) uint64 {
 					if m&(1<<uint(z)) != 0 {
 						continue
 					}
-					if typeAdmits(p, t, a.with(v1.LabelTopologyZone, req{values: []string{s.zones[z]}}), s.zones, s.cts) {
+					if typeAdmits(p, t, a.With(v1.LabelTopologyZone, requirements.In(s.zones[z])), s.zones, s.cts) {
 						m |= 1 << uint(z)
 					}
 				}

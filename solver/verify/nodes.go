@@ -68,8 +68,12 @@ func allMatch(rs []v1.NodeSelectorRequirementWithMinValues, labels map[string]st
 	return true, ""
 }
 
-// plannedLabels is what a node launched from the plan carries.
-func plannedLabels(pool *v1.NodePool, it *catalog.InstanceType, o catalog.Offering, reqs []v1.NodeSelectorRequirementWithMinValues, hostname string) map[string]string {
+// plannedLabels is what a node launched from the plan carries: its instance type's labels, the
+// pool's template labels, the offering's zone and capacity type, and, for a key no instance type of
+// the input defines (the pool's own label), the single value the NodeClaim's requirements settle on.
+// A key some instance type defines is never filled in from requirements: a type without the label
+// launches nodes without it.
+func (v *verifier) plannedLabels(pool *v1.NodePool, it *catalog.InstanceType, o catalog.Offering, reqs []v1.NodeSelectorRequirementWithMinValues, hostname string) map[string]string {
 	l := map[string]string{}
 	for k, x := range it.Labels {
 		l[k] = x
@@ -85,11 +89,33 @@ func plannedLabels(pool *v1.NodePool, it *catalog.InstanceType, o catalog.Offeri
 		l[v1.LabelHostname] = hostname
 	}
 	for _, r := range reqs {
-		if _, set := l[r.Key]; !set && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+		if _, set := l[r.Key]; set || v.catalogKeys()[r.Key] {
+			continue
+		}
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
 			l[r.Key] = r.Values[0]
 		}
 	}
 	return l
+}
+
+// catalogKeys are the label keys some instance type of the input carries.
+func (v *verifier) catalogKeys() map[string]bool {
+	if v.keys != nil {
+		return v.keys
+	}
+	v.keys = map[string]bool{}
+	for _, pi := range v.in.NodePools {
+		for _, it := range pi.InstanceTypes {
+			if it == nil {
+				continue
+			}
+			for k := range it.Labels {
+				v.keys[k] = true
+			}
+		}
+	}
+	return v.keys
 }
 
 func poolTaints(np *v1.NodePool) []corev1.Taint {
@@ -176,7 +202,7 @@ func (v *verifier) buildPlanned() {
 		if !offered {
 			v.fail("%s: offering %+v is not an available offering of %s", name, nc.Offering, nc.InstanceType.Name)
 		}
-		labels := plannedLabels(np, nc.InstanceType, nc.Offering, nc.Requirements, name)
+		labels := v.plannedLabels(np, nc.InstanceType, nc.Offering, nc.Requirements, name)
 		if ok, which := allMatch(nc.Requirements, labels); !ok {
 			v.fail("%s: the chosen offering does not satisfy the plan's requirement %s", name, which)
 		}
@@ -191,7 +217,7 @@ func (v *verifier) buildPlanned() {
 				if !o.Available {
 					continue
 				}
-				ol := plannedLabels(np, it, o, nc.Requirements, "")
+				ol := v.plannedLabels(np, it, o, nc.Requirements, "")
 				if ok, _ := allMatch(nc.Requirements, ol); !ok {
 					continue
 				}
@@ -240,7 +266,7 @@ func (v *verifier) buildPlanned() {
 				cur.Sub(q)
 				alloc[k] = cur
 			}
-			ol := plannedLabels(np, it, nc.Offering, nc.Requirements, name)
+			ol := v.plannedLabels(np, it, nc.Offering, nc.Requirements, name)
 			used := v.daemonOverhead(n.taints, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: ol}})
 			for _, p := range nc.Pods {
 				addTo(used, requests(p))

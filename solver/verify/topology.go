@@ -237,7 +237,7 @@ func (v *verifier) zoneUniverse(p *corev1.Pod) map[string]bool {
 				if !o.Available || zones[o.Zone] {
 					continue
 				}
-				l := plannedLabels(pi.NodePool, it, o, pi.NodePool.Spec.Template.Spec.Requirements, "")
+				l := v.plannedLabels(pi.NodePool, it, o, pi.NodePool.Spec.Template.Spec.Requirements, "")
 				if ok, _ := allMatch(pi.NodePool.Spec.Template.Spec.Requirements, l); !ok {
 					continue
 				}

@@ -36,6 +36,7 @@ type verifier struct {
 	// nodes of the final cluster: existing first, then planned
 	nodes []*vnode
 	pools map[string]solver.NodePoolInput
+	keys  map[string]bool // see catalogKeys
 }
 
 // vnode is a node of the final cluster as the verifier sees it.
