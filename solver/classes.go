@@ -47,11 +47,12 @@ type class struct {
 	universe     uint64
 	universeDone bool
 
-	err    string // a static reason the pods cannot be placed
-	fail   failure
-	curTag int
-	curEx  int
-	curNew int
+	err      string // a static reason the pods cannot be placed
+	errCause Cause  // its cause; CauseInvalidSpec when unset
+	fail     failure
+	curTag   int
+	curEx    int
+	curNew   int
 }
 
 type weightedReqs struct {
@@ -204,7 +205,7 @@ func (s *solver) initClass(c *class, claims []string) {
 		}
 		if pinned {
 			if len(zones) == 0 {
-				c.err = fmt.Sprintf("volume claims %s pin zones that do not overlap", strings.Join(claims, ", "))
+				c.err, c.errCause = fmt.Sprintf("volume claims %s pin zones that do not overlap", strings.Join(claims, ", ")), CauseVolumeZones
 				return
 			}
 			c.volZones = zones

@@ -48,7 +48,7 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 			options = s.filter(p.all, func(t *itype) bool { return lessEq(t.capacity, slack) }, p.types)
 			if options.and(fit).empty() {
 				need := p.types[cheapest(p, fit, p.zoneMask, p.ctMask)].capacity
-				c.fail.note(stageLimits, s.limitMsg(p, need, slack))
+				c.fail.noteCause(stageLimits, CauseLimits, p.name, s.limitMsg(p, need, slack))
 				continue
 			}
 		}
@@ -73,11 +73,11 @@ func (s *solver) createNode(c *class, e *eff, a *alt, maxK int) int {
 		if msg == "" {
 			msg = fmt.Sprintf("no instance type in NodePool %s can take the pod with its constraints", p.name)
 		}
-		c.fail.note(max(at.stage, stageTopology), msg)
+		c.fail.noteCause(max(at.stage, stageTopology), causeOf(at.stage, stageTopology), p.name, msg)
 	}
 	if len(s.pools) == 0 {
 		if c.fail.stage == stageNone {
-			c.fail.note(stageReqs, "no NodePool, and no existing node fits")
+			c.fail.noteCause(stageReqs, CauseNoCapacity, "", "no NodePool, and no existing node fits")
 		}
 	} else if !passedTaints {
 		uniq := map[string]bool{}

@@ -20,6 +20,8 @@ type failure struct {
 	stage int
 	msg   string
 	retry bool
+	cause Cause  // set by noteCause; otherwise derived from stage
+	pool  string // the NodePool a CauseLimits names
 }
 
 func (f *failure) note(stage int, msg string) {
@@ -80,15 +82,9 @@ func (s *solver) place() {
 		pending = retry
 	}
 	for _, c := range s.classes {
-		msg := c.err
-		if msg == "" {
-			msg = c.fail.msg
-		}
-		if msg == "" {
-			msg = "no node can take the pod"
-		}
-		for ; c.next < len(c.pods); c.next++ {
-			s.unsched = append(s.unsched, Unschedulable{Pod: c.pods[c.next], Reason: msg})
+		for u := c.unschedulable(); c.next < len(c.pods); c.next++ {
+			u.Pod = c.pods[c.next]
+			s.unsched = append(s.unsched, u)
 		}
 	}
 }

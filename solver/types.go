@@ -87,6 +87,36 @@ type NodeClaimPlan struct {
 
 // Unschedulable is a pod the solver could not place and why.
 type Unschedulable struct {
-	Pod    *corev1.Pod
+	Pod *corev1.Pod
+	// Reason is a human-readable sentence naming the constraint, e.g. for an event.
 	Reason string
+	// Cause is the kind of constraint that stopped the pod, for callers that act on it.
+	Cause Cause
+	// NodePool is the pool the cause names: for CauseLimits the NodePool whose limits ran out.
+	NodePool string
 }
+
+// Cause is the kind of constraint that kept a pod from being placed: the furthest check its best
+// placement attempt reached and failed.
+type Cause string
+
+const (
+	// CauseInvalidSpec: the pod's scheduling constraints cannot be evaluated (an unparsable node
+	// selector, required node affinity without usable terms, an invalid label selector).
+	CauseInvalidSpec Cause = "InvalidSpec"
+	// CauseVolumeZones: the zones the pod's volumes pin do not overlap.
+	CauseVolumeZones Cause = "VolumeZones"
+	// CauseTaints: no NodePool (and no existing node) tolerated by the pod.
+	CauseTaints Cause = "Taints"
+	// CauseRequirements: node selection, NodePool requirements or minValues admit no instance type.
+	CauseRequirements Cause = "Requirements"
+	// CauseResources: no instance type (or existing node) has room for the pod's requests.
+	CauseResources Cause = "Resources"
+	// CauseLimits: the pod fits a NodePool, but launching a node would exceed the pool's remaining
+	// limits; NodePool names it.
+	CauseLimits Cause = "Limits"
+	// CauseTopology: topology spread, pod affinity or anti-affinity leave no domain for the pod.
+	CauseTopology Cause = "Topology"
+	// CauseNoCapacity: nothing at all could take the pod (no NodePool and no fitting node).
+	CauseNoCapacity Cause = "NoCapacity"
+)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"golang.org/x/sync/errgroup"
 
@@ -23,9 +22,6 @@ const (
 	ReasonFailedProvisioning = "FailedProvisioning"
 	ReasonLimitsExceeded     = "LimitsExceeded"
 )
-
-// poolLimitReason finds the NodePool a solver reason blames for its limits.
-var poolLimitReason = regexp.MustCompile(`NodePool (\S+) would exceed limits`)
 
 // Provision runs one batch: snapshot, solve, then nominate, launch and report.
 func (p *Provisioner) Provision(ctx context.Context) error {
@@ -76,8 +72,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	for _, u := range result.Unschedulable {
 		p.recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", u.Reason)
-		if m := poolLimitReason.FindStringSubmatch(u.Reason); m != nil {
-			if np, ok := s.nodePools[m[1]]; ok {
+		if u.Cause == solver.CauseLimits {
+			if np, ok := s.nodePools[u.NodePool]; ok {
 				p.recorder.Eventf(np, nil, corev1.EventTypeWarning, ReasonLimitsExceeded, "Provision", "%s", u.Reason)
 			}
 		}
