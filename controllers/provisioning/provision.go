@@ -30,18 +30,18 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(s.pending) == 0 {
+	if len(s.Pending) == 0 {
 		return nil
 	}
 	snapshotTook := p.clock.Since(start)
-	result := solver.Solve(s.input)
+	result := solver.Solve(s.Input)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
 	opened, closedBy := p.batcher.LastBatch()
-	log.FromContext(ctx).Info("solved batch", "pods", len(s.pending), "batchOpenFor", start.Sub(opened).String(), "closedBy", closedBy, "newNodeClaims", len(result.NewNodeClaims),
+	log.FromContext(ctx).Info("solved batch", "pods", len(s.Pending), "batchOpenFor", start.Sub(opened).String(), "closedBy", closedBy, "newNodeClaims", len(result.NewNodeClaims),
 		"unschedulable", len(result.Unschedulable), "costPerHour", result.CostPerHour, "duration", p.clock.Since(start).String(), "snapshot", snapshotTook.String())
 
 	claimOf := map[string]string{}
-	for _, n := range s.input.Nodes {
+	for _, n := range s.Input.Nodes {
 		if n.NodeClaim != "" {
 			claimOf[n.Name] = n.NodeClaim
 		}
@@ -53,27 +53,27 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 			}
 		}
 	}
-	plans, blocked := admitPlans(s.cluster, result.NewNodeClaims)
+	plans, blocked := s.Admit(result.NewNodeClaims)
 	batch := fmt.Sprintf("%d", start.UnixNano())
 	errs := make([]error, len(plans))
 	var g errgroup.Group // not WithContext: one failed create must not cancel the others
 	g.SetLimit(launchParallelism)
 	for i := range plans {
 		g.Go(func() error {
-			errs[i] = p.launch(ctx, s.nodePools[plans[i].NodePool], &plans[i], batch)
+			errs[i] = p.launch(ctx, s.NodePools[plans[i].NodePool], &plans[i], batch)
 			return nil
 		})
 	}
 	_ = g.Wait()
 	for _, b := range blocked {
-		for _, pod := range b.plan.Pods {
-			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", b.reason)
+		for _, pod := range b.Plan.Pods {
+			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", b.Reason)
 		}
 	}
 	for _, u := range result.Unschedulable {
 		p.recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", u.Reason)
 		if u.Cause == solver.CauseLimits {
-			if np, ok := s.nodePools[u.NodePool]; ok {
+			if np, ok := s.NodePools[u.NodePool]; ok {
 				p.recorder.Eventf(np, nil, corev1.EventTypeWarning, ReasonLimitsExceeded, "Provision", "%s", u.Reason)
 			}
 		}

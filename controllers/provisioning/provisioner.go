@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +27,7 @@ import (
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/controllers/state"
+	"github.com/joist-dev/joist/snapshot"
 )
 
 // Options tune batching.
@@ -134,7 +136,7 @@ func (p *Provisioner) Start(ctx context.Context) error {
 func (p *Provisioner) resync(ctx context.Context) {
 	p.everyPendingPods(ctx, p.opts.ResyncPeriod, func(pods []corev1.Pod) {
 		for i := range pods {
-			if provisionable(&pods[i]) {
+			if snapshot.Provisionable(&pods[i]) {
 				p.batcher.Trigger()
 				return
 			}
@@ -148,7 +150,7 @@ func (p *Provisioner) watchStalls(ctx context.Context) {
 	p.everyPendingPods(ctx, p.opts.RejectionGrace, func(pods []corev1.Pod) {
 		for i := range pods {
 			pod := &pods[i]
-			if !provisionable(pod) || !p.nominations.Stalled(pod.UID, p.clock.Now(), p.opts.RejectionGrace) {
+			if !snapshot.Provisionable(pod) || !p.nominations.Stalled(pod.UID, p.clock.Now(), p.opts.RejectionGrace) {
 				continue
 			}
 			p.handleRejection(ctx, pod, "kube-scheduler left a planned pod pending")
@@ -178,7 +180,7 @@ func (p *Provisioner) everyPendingPods(ctx context.Context, period time.Duration
 // expire and is then planned again. pod may be a shared cache copy.
 func (p *Provisioner) handleRejection(ctx context.Context, pod *corev1.Pod, what string) {
 	claim, _ := p.nominations.ClaimOf(pod.UID)
-	log.FromContext(ctx).V(1).Info(what, "pod", klog.KObj(pod), "nodeclaim", claim, "message", scheduledMessage(pod))
+	log.FromContext(ctx).V(1).Info(what, "pod", klog.KObj(pod), "nodeclaim", claim, "message", snapshot.ScheduledMessage(pod))
 	if pod.Status.NominatedNodeName != "" {
 		go p.replanWhenExpired(ctx, pod.UID) // still nominated: writing it again changes nothing
 		return
@@ -231,7 +233,7 @@ func (p *Provisioner) replanWhenExpired(ctx context.Context, pod types.UID) {
 func (p *Provisioner) warmUp(ctx context.Context) error {
 	for _, obj := range []client.Object{
 		&corev1.Node{}, &appsv1.DaemonSet{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{},
-		&batchv1.Job{}, &policyv1alpha1.Guardrail{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{},
+		&batchv1.Job{}, &policyv1alpha1.Guardrail{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{},
 	} {
 		if _, err := p.cache.GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("starting the %T informer: %w", obj, err)
@@ -255,8 +257,8 @@ func (p *Provisioner) watch(ctx context.Context) error {
 		if !ok {
 			return
 		}
-		if provisionable(pod) {
-			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, markedUnschedulable(pod), p.clock.Now()) {
+		if snapshot.Provisionable(pod) {
+			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, snapshot.MarkedUnschedulable(pod), p.clock.Now()) {
 				// Its planned node did not take it. Give the scheduler RejectionGrace to place it
 				// there after all (spread constraints loosen as other pods land), then plan again.
 				p.handleRejection(ctx, pod, "kube-scheduler turned a pod away from its planned node")

@@ -21,6 +21,7 @@ import (
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/snapshot"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/test/env"
 )
@@ -199,15 +200,16 @@ func deployments() []*appsv1.Deployment {
 	return out
 }
 
+// expand turns the Deployments into their pods with the expander the provisioner's tests and
+// `joist simulate` share.
 func expand(deploys []*appsv1.Deployment) []*corev1.Pod {
 	var pods []*corev1.Pod
 	for _, d := range deploys {
-		for i := int32(0); i < *d.Spec.Replicas; i++ {
-			pods = append(pods, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", d.Name, i), Namespace: d.Namespace, Labels: d.Spec.Template.Labels},
-				Spec:       *d.Spec.Template.Spec.DeepCopy(),
-			})
+		ps, err := snapshot.Expand(d)
+		if err != nil {
+			panic(fmt.Sprintf("expanding deployment %s: %v", d.Name, err)) // the benchmark's own fixed workloads
 		}
+		pods = append(pods, ps...)
 	}
 	return pods
 }

@@ -11,11 +11,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/snapshot"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -32,30 +32,26 @@ func nodeSelector(key, value string) func(*corev1.PodSpec) {
 	return func(spec *corev1.PodSpec) { spec.NodeSelector = map[string]string{key: value} }
 }
 
-// plannedPods expands Deployments into the pods a ReplicaSet would create, for an offline solve.
-func plannedPods(deploys ...*appsv1.Deployment) []*corev1.Pod {
-	var pods []*corev1.Pod
-	for _, d := range deploys {
-		for i := int32(0); i < *d.Spec.Replicas; i++ {
-			pods = append(pods, &corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{
-					Name: fmt.Sprintf("%s-%d", d.Name, i), Namespace: d.Namespace, Labels: d.Spec.Template.Labels,
-					UID: types.UID(fmt.Sprintf("%s-%d", d.Name, i)),
-				},
-				Spec: *d.Spec.Template.Spec.DeepCopy(),
-			})
-		}
-	}
-	return pods
-}
-
-// offlinePlan is one solve of all the pods on an empty cluster: what a single perfect batch would launch.
+// offlinePlan is one solve of all the pods on an empty cluster: what a single perfect batch would
+// launch. The Deployments are expanded and the input built by the same code the provisioner and
+// `joist simulate` use.
 func offlinePlan(t *testing.T, np *v1.NodePool, deploys ...*appsv1.Deployment) solver.Result {
 	t.Helper()
-	result := solver.Solve(solver.Input{
-		Pods:      plannedPods(deploys...),
-		NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}},
+	var pods []*corev1.Pod
+	for _, d := range deploys {
+		ps, err := snapshot.Expand(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, ps...)
+	}
+	s, err := snapshot.Build(snapshot.Cluster{NodePools: []*v1.NodePool{np}, Pods: pods}, snapshot.Options{
+		InstanceTypes: func(*v1.NodePool) ([]*catalog.InstanceType, error) { return catalog.Default(), nil },
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	result := solver.Solve(s.Input)
 	if len(result.Unschedulable) > 0 {
 		t.Fatalf("offline plan left %d pods unschedulable: %s", len(result.Unschedulable), result.Unschedulable[0].Reason)
 	}

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 )
 
@@ -51,12 +53,16 @@ func (s source) errorf(format string, args ...any) error {
 
 // objects is everything read from the input files, in file and document order.
 type objects struct {
-	nodePools  []sourced[*v1.NodePool]
-	pods       []sourced[*corev1.Pod]
-	workloads  []sourced[runtime.Object] // Deployment, ReplicaSet, StatefulSet, Job
-	daemonSets []sourced[*appsv1.DaemonSet]
-	nodes      []sourced[*corev1.Node]
-	volumes    []sourced[*corev1.PersistentVolume]
+	nodePools      []sourced[*v1.NodePool]
+	pods           []sourced[*corev1.Pod]
+	workloads      []sourced[runtime.Object] // Deployment, ReplicaSet, StatefulSet, Job
+	daemonSets     []sourced[*appsv1.DaemonSet]
+	nodes          []sourced[*corev1.Node]
+	volumes        []sourced[*corev1.PersistentVolume]
+	claims         []sourced[*corev1.PersistentVolumeClaim]
+	storageClasses []sourced[*storagev1.StorageClass]
+	nodeClaims     []sourced[*v1.NodeClaim]
+	guardrails     []sourced[*policyv1alpha1.Guardrail]
 	// ignored are objects of known kinds the simulation does not use.
 	ignored []source
 }
@@ -66,11 +72,11 @@ type sourced[T any] struct {
 	obj T
 }
 
-var supportedKinds = "NodePool, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, Node, PersistentVolume, List"
+var supportedKinds = "NodePool, NodeClaim, Guardrail, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, Node, PersistentVolume, PersistentVolumeClaim, StorageClass, List"
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, kwokv1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, kwokv1alpha1.AddToScheme, policyv1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -255,6 +261,9 @@ func (l *loader) loadDocument(src source, data []byte) error {
 		}
 		l.objs.pods = append(l.objs.pods, sourced[*corev1.Pod]{src, o})
 	case *appsv1.Deployment, *appsv1.ReplicaSet, *appsv1.StatefulSet, *batchv1.Job:
+		if err := validateWorkload(o); err != nil {
+			return src.errorf("%v", err)
+		}
 		l.objs.workloads = append(l.objs.workloads, sourced[runtime.Object]{src, o})
 	case *appsv1.DaemonSet:
 		if err := validatePodSpec(&o.Spec.Template.Spec, "spec.template.spec"); err != nil {
@@ -265,6 +274,14 @@ func (l *loader) loadDocument(src source, data []byte) error {
 		l.objs.nodes = append(l.objs.nodes, sourced[*corev1.Node]{src, o})
 	case *corev1.PersistentVolume:
 		l.objs.volumes = append(l.objs.volumes, sourced[*corev1.PersistentVolume]{src, o})
+	case *corev1.PersistentVolumeClaim:
+		l.objs.claims = append(l.objs.claims, sourced[*corev1.PersistentVolumeClaim]{src, o})
+	case *storagev1.StorageClass:
+		l.objs.storageClasses = append(l.objs.storageClasses, sourced[*storagev1.StorageClass]{src, o})
+	case *v1.NodeClaim:
+		l.objs.nodeClaims = append(l.objs.nodeClaims, sourced[*v1.NodeClaim]{src, o})
+	case *policyv1alpha1.Guardrail:
+		l.objs.guardrails = append(l.objs.guardrails, sourced[*policyv1alpha1.Guardrail]{src, o})
 	default:
 		l.objs.ignored = append(l.objs.ignored, src)
 	}
@@ -352,6 +369,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validateWorkload checks a workload's pod template like a pod.
+func validateWorkload(obj runtime.Object) error {
+	var spec *corev1.PodSpec
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		spec = &o.Spec.Template.Spec
+	case *appsv1.ReplicaSet:
+		spec = &o.Spec.Template.Spec
+	case *appsv1.StatefulSet:
+		spec = &o.Spec.Template.Spec
+	case *batchv1.Job:
+		spec = &o.Spec.Template.Spec
+	default:
+		return nil
+	}
+	return validatePodSpec(spec, "spec.template.spec")
 }
 
 // validatePodSpec checks what the API server would reject and the simulation relies on.

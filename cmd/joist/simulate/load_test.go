@@ -36,8 +36,11 @@ func load(t *testing.T, dir string) (solver.Input, objects, error) {
 	if err := l.loadPaths([]string{dir}); err != nil {
 		return solver.Input{}, l.objs, err
 	}
-	in, err := buildInput(l.objs, catalog.Default())
-	return in, l.objs, err
+	snap, err := buildInput(l.objs, catalog.Default())
+	if err != nil {
+		return solver.Input{}, l.objs, err
+	}
+	return snap.Input, l.objs, nil
 }
 
 const (
@@ -82,7 +85,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:  "unknown kind",
 			files: map[string]string{"a.yaml": pool + "---\napiVersion: apps/v1\nkind: Deploymnet\nmetadata: {name: web}\n"},
-			want:  []string{"a.yaml:11: document 2 (Deploymnet web)", `unknown kind "Deploymnet" (apiVersion apps/v1); supported kinds are NodePool, Pod`},
+			want:  []string{"a.yaml:11: document 2 (Deploymnet web)", `unknown kind "Deploymnet" (apiVersion apps/v1); supported kinds are NodePool, NodeClaim, Guardrail, Pod`},
 		},
 		{
 			name:  "malformed quantity in a pod",
@@ -295,6 +298,13 @@ spec: {nodeName: n1, containers: [{name: c, image: i}]}
 status: {phase: Succeeded}
 ---
 apiVersion: v1
+kind: Pod
+metadata: {name: db-0, namespace: shop}
+spec:
+  containers: [{name: c, image: i}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data-db-0}}]
+---
+apiVersion: v1
 kind: PersistentVolume
 metadata: {name: pv1}
 spec:
@@ -317,8 +327,8 @@ resources: [all.yaml]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(in.Pods) != 0 {
-		t.Errorf("pending pods = %d, want 0 (the only pod is bound)", len(in.Pods))
+	if len(in.Pods) != 1 || in.Pods[0].Name != "db-0" {
+		t.Errorf("pending pods = %d, want only db-0 (the others are bound or done)", len(in.Pods))
 	}
 	if len(in.Nodes) != 1 || len(in.Nodes[0].Pods) != 1 || in.Nodes[0].NodePool != "default" || len(in.Nodes[0].Taints) != 1 {
 		t.Fatalf("nodes = %+v", in.Nodes)

@@ -113,10 +113,11 @@ func TestSamplePlanVerifies(t *testing.T) {
 	if err := l.loadPaths([]string{sampleDir}); err != nil {
 		t.Fatal(err)
 	}
-	in, err := buildInput(l.objs, catalog.Default())
+	snap, err := buildInput(l.objs, catalog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
+	in := snap.Input
 	res := solver.Solve(in)
 	if err := verify.Verify(in, res); err != nil {
 		t.Errorf("the sample's plan fails verification: %v", err)

@@ -97,10 +97,11 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 	for _, src := range l.objs.ignored {
 		fmt.Fprintf(stderr, "joist simulate: ignoring %s: not used by the simulation\n", src)
 	}
-	in, err := buildInput(l.objs, instanceTypes)
+	snap, err := buildInput(l.objs, instanceTypes)
 	if err != nil {
 		return err
 	}
+	in := snap.Input
 	if len(in.NodePools) == 0 {
 		fmt.Fprintln(stderr, "joist simulate: warning: the input has no NodePool, so no new node can be planned")
 	}
@@ -109,7 +110,7 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 		solve = solver.Solve
 	}
 	start := time.Now()
-	res := solve(in)
+	res := admit(snap, solve(in))
 	elapsed := time.Since(start)
 
 	report := newReport(in, res, elapsed, catalogName, len(instanceTypes))

@@ -1,4 +1,4 @@
-package provisioning
+package snapshot
 
 import (
 	"testing"
@@ -25,7 +25,7 @@ func TestProvisionable(t *testing.T) {
 		{"daemonset", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Controller: ptr.To(true)}}}}, false},
 		{"mirror", corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, false},
 	} {
-		if got := provisionable(&tc.pod); got != tc.want {
+		if got := Provisionable(&tc.pod); got != tc.want {
 			t.Errorf("%s: provisionable = %v, want %v", tc.name, got, tc.want)
 		}
 	}

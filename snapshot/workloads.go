@@ -1,4 +1,4 @@
-package simulate
+package snapshot
 
 import (
 	"encoding/json"
@@ -11,12 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
-// expand turns a workload into the pods its controller would create: Deployments and ReplicaSets
-// spec.replicas pods (default 1) named <name>-<hash>-<i>, StatefulSets spec.replicas pods named
-// <name>-<i> with their volume claims, Jobs min(parallelism, completions) pods (default 1).
-func expand(src source, obj runtime.Object) ([]*corev1.Pod, error) {
+// Expand turns a workload into the pods its controller would create: Deployments spec.replicas pods
+// (default 1) named <name>-<hash>-<i>, ReplicaSets <name>-<i>, StatefulSets spec.replicas pods named
+// <name>-<i> with their volume claims, Jobs min(parallelism, completions) pods (default 1). Pods get
+// the controller's labels and owner reference and deterministic UIDs (StableUID), so the same
+// workload always expands to the same pods. An empty namespace means "default".
+func Expand(obj runtime.Object) ([]*corev1.Pod, error) {
 	var (
 		meta     metav1.ObjectMeta
 		template corev1.PodTemplateSpec
@@ -60,18 +63,18 @@ func expand(src source, obj runtime.Object) ([]*corev1.Pod, error) {
 		extraLabels[batchv1.JobNameLabel] = meta.Name
 		named = func(i int32) string { return fmt.Sprintf("%s-%d", meta.Name, i) }
 	default:
-		return nil, src.errorf("cannot expand %T into pods", obj)
+		return nil, fmt.Errorf("cannot expand %T into pods; supported are Deployment, ReplicaSet, StatefulSet and Job", obj)
 	}
 	if replicas < 0 {
-		return nil, src.errorf("replica count %d is negative", replicas)
+		return nil, fmt.Errorf("replica count %d is negative", replicas)
 	}
-	if err := validatePodSpec(&template.Spec, "spec.template.spec"); err != nil {
-		return nil, src.errorf("%v", err)
+	if len(template.Spec.Containers) == 0 {
+		return nil, fmt.Errorf("spec.template.spec.containers is empty; a pod needs at least one container")
 	}
 	namespace := namespaceOr(meta.Namespace)
 	owner := metav1.OwnerReference{
-		APIVersion: "apps/v1", Kind: kind, Name: meta.Name, UID: uid("owner", namespace, meta.Name),
-		Controller: ptr(true), BlockOwnerDeletion: ptr(true),
+		APIVersion: "apps/v1", Kind: kind, Name: meta.Name, UID: StableUID("owner", namespace, meta.Name),
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}
 	if kind == "Job" {
 		owner.APIVersion = "batch/v1"
@@ -107,7 +110,7 @@ func expand(src source, obj runtime.Object) ([]*corev1.Pod, error) {
 				})
 			}
 		}
-		pod.UID = uid("pod", namespace, pod.Name)
+		pod.UID = StableUID("pod", namespace, pod.Name)
 		pods = append(pods, pod)
 	}
 	return pods, nil
@@ -122,8 +125,8 @@ func templateHash(t *corev1.PodTemplateSpec) string {
 	return fmt.Sprintf("%08x", h.Sum32())[:8]
 }
 
-// uid is a deterministic stand-in for a server-assigned UID, shaped like a UUID.
-func uid(kind, namespace, name string) types.UID {
+// StableUID is a deterministic stand-in for a server-assigned UID, shaped like a UUID.
+func StableUID(kind, namespace, name string) types.UID {
 	h := fnv.New128a()
 	_, _ = h.Write([]byte(kind + "/" + namespace + "/" + name))
 	b := h.Sum(nil)
@@ -136,5 +139,3 @@ func namespaceOr(ns string) string {
 	}
 	return ns
 }
-
-func ptr[T any](v T) *T { return &v }

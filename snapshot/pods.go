@@ -1,0 +1,87 @@
+package snapshot
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// Provisionable reports whether Joist should find capacity for the pod: unbound, not finished, not
+// being deleted, not gated, not a DaemonSet or mirror pod, and either marked Unschedulable by the
+// kube-scheduler or not yet attempted by it. Counting not-yet-attempted pods lets a batch start with
+// the pods' creation instead of waiting for the scheduler to get to them; the solver places a pod
+// that fits existing or in-flight capacity there, so no node is launched for it.
+func Provisionable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() || len(pod.Spec.SchedulingGates) > 0 {
+		return false
+	}
+	if Finished(pod) || IsDaemonSetPod(pod) || isMirrorPod(pod) {
+		return false
+	}
+	return scheduledCondition(pod) == nil || MarkedUnschedulable(pod)
+}
+
+// Finished reports whether the pod has terminated (Succeeded or Failed) and holds no capacity.
+func Finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+// IsDaemonSetPod reports whether a DaemonSet controls the pod: it runs on every node it selects,
+// so it never needs a node of its own and never blocks a node's removal.
+func IsDaemonSetPod(pod *corev1.Pod) bool {
+	for _, ref := range pod.OwnerReferences {
+		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+func isMirrorPod(pod *corev1.Pod) bool {
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
+}
+
+// scheduledCondition returns the pod's PodScheduled condition, or nil before the kube-scheduler
+// has tried it.
+func scheduledCondition(pod *corev1.Pod) *corev1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			return &pod.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// ScheduledMessage is the message of the pod's PodScheduled condition.
+func ScheduledMessage(pod *corev1.Pod) string {
+	if c := scheduledCondition(pod); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// MarkedUnschedulable reports whether the kube-scheduler's last attempt found no node for the pod.
+func MarkedUnschedulable(pod *corev1.Pod) bool {
+	c := scheduledCondition(pod)
+	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+}
+
+// preempting reports whether the kube-scheduler nominated the pod to an existing node, where it is
+// making room by preemption: status.nominatedNodeName names a schedulable node, and neither Joist
+// wrote it (own) nor does it name the node of a live NodeClaim Joist launched (after a restart Joist
+// no longer remembers its own nominations, which point at such nodes).
+func preempting(pod *corev1.Pod, own bool, nodes map[string]*corev1.Node, claimOfNode map[string]*v1.NodeClaim, live map[string]bool) bool {
+	name := pod.Status.NominatedNodeName
+	if name == "" || own {
+		return false
+	}
+	node, ok := nodes[name]
+	if !ok || node.Spec.Unschedulable {
+		return false
+	}
+	if nc := claimOfNode[name]; nc != nil && live[nc.Name] {
+		return false
+	}
+	return true
+}

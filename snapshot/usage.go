@@ -1,0 +1,163 @@
+package snapshot
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/policy"
+	"github.com/joist-dev/joist/solver"
+)
+
+// ClaimCapacity is what a NodeClaim counts against limits: its launched capacity, or before launch
+// the requests it was sized for.
+func ClaimCapacity(nc *v1.NodeClaim) corev1.ResourceList {
+	if len(nc.Status.Capacity) > 0 {
+		return nc.Status.Capacity
+	}
+	return nc.Spec.Resources.Requests
+}
+
+func nodeCapacity(n *corev1.Node) corev1.ResourceList {
+	if len(n.Status.Capacity) > 0 {
+		return n.Status.Capacity
+	}
+	return n.Status.Allocatable
+}
+
+func addList(dst corev1.ResourceList, src corev1.ResourceList) {
+	for name, q := range src {
+		sum := dst[name]
+		sum.Add(q)
+		dst[name] = sum
+	}
+}
+
+// usage fills Usage and Headroom. A pool's usage counts all its NodeClaims (a claim being deleted
+// still runs until its instance is gone) and its nodes without a NodeClaim (a dump without claims);
+// the cluster limits count the NodeClaims not being deleted and those nodes.
+func (s *Snapshot) usage(claims []*v1.NodeClaim, nodes []*corev1.Node, claimOfNode map[string]*v1.NodeClaim, guardrails []policyv1alpha1.Guardrail) {
+	s.Usage = map[string]corev1.ResourceList{}
+	pool := func(name string) corev1.ResourceList {
+		if s.Usage[name] == nil {
+			s.Usage[name] = corev1.ResourceList{}
+		}
+		return s.Usage[name]
+	}
+	inUse := corev1.ResourceList{}
+	var count int64
+	for _, nc := range claims {
+		if nc == nil {
+			continue
+		}
+		addList(pool(nc.Labels[v1.NodePoolLabelKey]), ClaimCapacity(nc))
+		if nc.DeletionTimestamp.IsZero() {
+			count++
+			addList(inUse, ClaimCapacity(nc))
+		}
+	}
+	for _, n := range nodes {
+		name, ok := n.Labels[v1.NodePoolLabelKey]
+		if !ok || claimOfNode[n.Name] != nil {
+			continue
+		}
+		addList(pool(name), nodeCapacity(n))
+		count++
+		addList(inUse, nodeCapacity(n))
+	}
+	s.Headroom = policy.ClusterLimitHeadroom(guardrails, inUse, count)
+}
+
+// remaining is the pool's limits less its usage, further capped by the cluster-wide headroom; nil
+// means unlimited.
+func remaining(np *v1.NodePool, used, cluster corev1.ResourceList) corev1.ResourceList {
+	if len(np.Spec.Limits) == 0 && len(cluster) == 0 {
+		return nil
+	}
+	out := corev1.ResourceList{}
+	for name, limit := range np.Spec.Limits {
+		left := limit.DeepCopy()
+		left.Sub(used[name])
+		out[name] = left
+	}
+	for name, q := range cluster {
+		if cur, ok := out[name]; !ok || q.Cmp(cur) < 0 {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Blocked is a planned node the cluster-wide limits do not allow.
+type Blocked struct {
+	Plan   solver.NodeClaimPlan
+	Reason string
+}
+
+// Admit keeps plans, in the solver's order, while they fit the Guardrails' cluster-wide headroom; a
+// batch shares one budget. The snapshot's Headroom is not changed.
+func (s *Snapshot) Admit(plans []solver.NodeClaimPlan) (admitted []solver.NodeClaimPlan, blocked []Blocked) {
+	h := s.Headroom
+	if !h.Limited() {
+		return plans, nil
+	}
+	h.Remaining = h.Remaining.DeepCopy()
+	if h.NodesRemaining != nil {
+		n := *h.NodesRemaining
+		h.NodesRemaining = &n
+	}
+	for _, plan := range plans {
+		if ok, reason := h.Fits(plan.InstanceType.Capacity); !ok {
+			blocked = append(blocked, Blocked{Plan: plan, Reason: reason})
+			continue
+		}
+		h.Subtract(plan.InstanceType.Capacity)
+		admitted = append(admitted, plan)
+	}
+	return admitted, blocked
+}
+
+// inFlightNode describes a claim with no Node yet as capacity: its labels are its single-valued
+// requirements; its allocatable the launched type's, or before launch the smallest type it admits.
+func inFlightNode(nc *v1.NodeClaim, its []*catalog.InstanceType, nominated []*corev1.Pod) solver.ExistingNode {
+	labels := map[string]string{}
+	for k, v := range nc.Labels {
+		labels[k] = v
+	}
+	for _, r := range nc.Spec.Requirements {
+		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			labels[r.Key] = r.Values[0]
+		}
+	}
+	allocatable := nc.Status.Allocatable
+	if len(allocatable) == 0 {
+		allocatable = smallestAllocatable(nc, its)
+	}
+	return solver.ExistingNode{
+		Name: nc.Name, NodeClaim: nc.Name, InFlight: true, NodePool: nc.Labels[v1.NodePoolLabelKey],
+		Labels: labels, Taints: nc.Spec.Taints, Allocatable: allocatable, Pods: nominated,
+	}
+}
+
+// smallestAllocatable is the per-resource minimum allocatable over the instance types the claim admits.
+func smallestAllocatable(nc *v1.NodeClaim, its []*catalog.InstanceType) corev1.ResourceList {
+	var out corev1.ResourceList
+	for _, l := range cloudprovider.LaunchOptions(nc.Spec.Requirements, its, nil) {
+		a := l.InstanceType.Allocatable()
+		if out == nil {
+			out = a
+			continue
+		}
+		for name, q := range out {
+			if aq, ok := a[name]; !ok || aq.Cmp(q) < 0 {
+				out[name] = aq
+			}
+		}
+	}
+	if out == nil {
+		return nc.Spec.Resources.Requests.DeepCopy()
+	}
+	return out
+}
