@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,7 @@ func pool(name string, opts ...poolOpt) *v1.NodePool {
 			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 				NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"},
 				ExpireAfter:  v1.MustParseNillableDuration("720h"),
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
 			}},
 			Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("400Gi")},
 		},
@@ -28,6 +31,13 @@ func pool(name string, opts ...poolOpt) *v1.NodePool {
 		o(np)
 	}
 	return np
+}
+
+// anyCapacity drops the fixture's on-demand requirement: the pool launches spot when it is cheaper.
+func anyCapacity(np *v1.NodePool) {
+	np.Spec.Template.Spec.Requirements = slices.DeleteFunc(np.Spec.Template.Spec.Requirements, func(r v1.NodeSelectorRequirementWithMinValues) bool {
+		return r.Key == v1.CapacityTypeLabelKey
+	})
 }
 
 func req(key string, op corev1.NodeSelectorOperator, values ...string) poolOpt {

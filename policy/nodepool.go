@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/requirements"
@@ -39,7 +40,7 @@ func ValidateNodePool(p Policy, np *v1.NodePool, c NodePoolContext) Violations {
 	reqs := nodePoolSet(np)
 	validateLimits(&vs, p, np, limits)
 	validateGPU(&vs, p, np, reqs, c.Catalog)
-	validateSpot(&vs, p, reqs, c.Catalog)
+	validateSpot(&vs, p, np, reqs, c.Catalog)
 	others := slices.DeleteFunc(slices.Clone(c.Others), func(o v1.NodePool) bool { return o.Name == np.Name })
 	sort.Slice(others, func(i, j int) bool { return others[i].Name < others[j].Name })
 	validateOverlap(&vs, p, np, reqs, others)
@@ -48,6 +49,13 @@ func ValidateNodePool(p Policy, np *v1.NodePool, c NodePoolContext) Violations {
 }
 
 func validateLimits(vs *Violations, p Policy, np *v1.NodePool, limits corev1.ResourceList) {
+	if len(p.RequiredLimitResources) == 0 {
+		if !slices.ContainsFunc(BoundingLimits, func(r corev1.ResourceName) bool { _, ok := limits[r]; return ok }) {
+			vs.add(p.RequireLimits, RuleRequireLimits, limitsPath,
+				`set at least one of spec.limits.cpu, spec.limits.memory or spec.limits.nodes to the most this pool may ever hold, e.g. cpu: "1000"`,
+				"NodePool %q sets no limit (cpu, memory or nodes), so it can grow without bound while pods are pending", np.Name)
+		}
+	}
 	for _, r := range p.RequiredLimitResources {
 		if _, ok := limits[r]; !ok {
 			vs.add(p.RequireLimits, RuleRequireLimits, limitsPath.Key(string(r)),
@@ -58,13 +66,21 @@ func validateLimits(vs *Violations, p Policy, np *v1.NodePool, limits corev1.Res
 	for _, r := range slices.Sorted(maps.Keys(p.MaxLimitValues)) {
 		ceiling := p.MaxLimitValues[r]
 		s := Setting{Action: p.MaxLimits.Action, Source: ceiling.Source}
+		builtIn := ceiling.Source == BuiltIn
+		if builtIn && s.Enabled() {
+			s.Action = v1alpha1.ActionWarn // beyond any real cluster: likely a typo, but not unsafe
+		}
 		got, ok := limits[r]
 		switch {
-		case !ok:
+		case !ok && !builtIn:
 			vs.add(s, RuleMaxLimits, limitsPath.Key(string(r)),
 				fmt.Sprintf("set spec.limits.%s to at most %s", r, ceiling.Value.String()),
 				"NodePool %q sets no %s limit, but each pool may hold at most %s", np.Name, r, ceiling.Value.String())
-		case got.Cmp(ceiling.Value) > 0:
+		case ok && got.Cmp(ceiling.Value) > 0 && builtIn:
+			vs.add(s, RuleMaxLimits, limitsPath.Key(string(r)),
+				fmt.Sprintf("lower spec.limits.%s to what the pool may really hold; to allow more, set nodePools.maxLimits.limits.%s in a Guardrail", r, r),
+				"spec.limits.%s is %s, beyond any real cluster (%s)", r, got.String(), ceiling.Value.String())
+		case ok && got.Cmp(ceiling.Value) > 0:
 			vs.add(s, RuleMaxLimits, limitsPath.Key(string(r)),
 				fmt.Sprintf("lower spec.limits.%s to at most %s, or split the capacity across several pools", r, ceiling.Value.String()),
 				"spec.limits.%s is %s, above the per-pool ceiling %s", r, got.String(), ceiling.Value.String())
@@ -86,34 +102,52 @@ func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs requirements.Se
 	if !p.GPU.Enabled() && !p.GPUExpiry.Enabled() {
 		return
 	}
-	why := acceleratorEvidence(p, reqs, types)
-	if why == "" {
+	why, only := acceleratorEvidence(p, reqs, types)
+	if why == "" || hasRepellingTaint(np.Spec.Template.Spec.Taints) && !only {
 		return
 	}
 	if !hasRepellingTaint(np.Spec.Template.Spec.Taints) {
-		vs.add(p.GPU, RuleGPUTaint, taintsPath,
-			"add a taint such as {key: nvidia.com/gpu, value: \"true\", effect: NoSchedule} to spec.template.spec.taints and the matching toleration to the pods that need accelerators",
-			"NodePool %q can launch accelerator instance types (%s) but has no NoSchedule or NoExecute taint, so any pod may land on these expensive nodes", np.Name, why)
+		if only || p.GPU.Source != BuiltIn {
+			vs.add(p.GPU, RuleGPUTaint, taintsPath,
+				"add a taint such as {key: nvidia.com/gpu, value: \"true\", effect: NoSchedule} to spec.template.spec.taints and the matching toleration to the pods that need accelerators",
+				"NodePool %q can launch accelerator instance types (%s) but has no NoSchedule or NoExecute taint, so any pod may land on these expensive nodes", np.Name, why)
+		} else {
+			// A general pool that can also reach accelerator types: the solver prefers the cheaper
+			// general types, but a pod that fits only an accelerator type gets one.
+			vs.add(Setting{Action: v1alpha1.ActionWarn, Source: p.GPU.Source}, RuleGPUTaint, requirementsPath,
+				"exclude the accelerator families or types from the requirements (e.g. a NotIn on the instance family, or an instance-gpu-count DoesNotExist requirement), or add a NoSchedule taint and tolerate it in the pods that need accelerators",
+				"NodePool %q is a general pool that can also launch accelerator instance types (%s); untainted, any pod that fits only such a type lands on an expensive node", np.Name, why)
+		}
 	}
-	if exp := np.Spec.Template.Spec.ExpireAfter; !exp.IsNever() {
+	if exp := np.Spec.Template.Spec.ExpireAfter; only && !exp.IsNever() {
 		vs.add(p.GPUExpiry, RuleGPUExpiry, expireAfterPath,
 			"set spec.template.spec.expireAfter: Never and roll nodes through drift and disruption budgets instead",
-			"NodePool %q can launch accelerator instance types (%s) and its nodes expire after %s, which kills long-running jobs at expiry", np.Name, why, exp.String())
+			"NodePool %q launches accelerator instance types (%s) and its nodes expire after %s, which kills long-running jobs at expiry", np.Name, why, exp.String())
 	}
 }
 
-// acceleratorEvidence explains why the pool can launch accelerator types, or returns "".
-func acceleratorEvidence(p Policy, reqs requirements.Set, types []*catalog.InstanceType) string {
+// acceleratorEvidence explains why the pool can launch accelerator types, or returns ""; only says
+// whether accelerator types are all it can launch.
+func acceleratorEvidence(p Policy, reqs requirements.Set, types []*catalog.InstanceType) (why string, only bool) {
 	if types != nil {
 		known := requirements.Known(types)
+		general := false
 		for _, it := range types {
+			if len(offerings(reqs, it, known)) == 0 {
+				continue
+			}
+			accel := false
 			for _, name := range p.GPUResourceName {
-				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 && len(offerings(reqs, it, known)) > 0 {
-					return fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
+				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 {
+					accel = true
+					if why == "" {
+						why = fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
+					}
 				}
 			}
+			general = general || !accel
 		}
-		return ""
+		return why, why != "" && !general
 	}
 	for _, kr := range reqs {
 		if !isAcceleratorKey(kr.Key) || kr.AllowsAbsent() {
@@ -121,10 +155,10 @@ func acceleratorEvidence(p Policy, reqs requirements.Set, types []*catalog.Insta
 		}
 		vals, finite := kr.Finite()
 		if !finite || slices.ContainsFunc(vals, func(v string) bool { return v != "0" && v != "" && kr.Has(v) }) {
-			return "requirement " + kr.Describe(kr.Key)
+			return "requirement " + kr.Describe(kr.Key), true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // isAcceleratorKey recognises provider label keys that select accelerators, e.g.
@@ -145,9 +179,14 @@ func hasRepellingTaint(ts []corev1.Taint) bool {
 	})
 }
 
-func validateSpot(vs *Violations, p Policy, reqs requirements.Set, types []*catalog.InstanceType) {
+func validateSpot(vs *Violations, p Policy, np *v1.NodePool, reqs requirements.Set, types []*catalog.InstanceType) {
 	if !p.Spot.Enabled() || !hasSpot(reqs) {
 		return
+	}
+	if _, explicit := reqs.Get(v1.CapacityTypeLabelKey); !explicit && (types == nil || offersSpot(reqs, types)) {
+		vs.add(Setting{Action: v1alpha1.ActionWarn, Source: p.Spot.Source}, RuleSpotImplicit, requirementsPath,
+			"add {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]} to launch on-demand only, or values: [spot, on-demand] to state that spot is intended",
+			"NodePool %q has no karpenter.sh/capacity-type requirement, so it launches spot capacity whenever spot is cheaper (as Karpenter v1 does), and spot nodes can be reclaimed at two minutes' notice", np.Name)
 	}
 	min := int(p.SpotMinInstanceTypes)
 	s := Setting{Action: p.Spot.Action, Source: p.SpotMinSource}

@@ -24,8 +24,14 @@ const ResourceNodes corev1.ResourceName = "nodes"
 
 // Defaults that apply when no Guardrail sets a value.
 var (
-	DefaultRequiredLimits = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
-	DefaultGPUResources   = []corev1.ResourceName{
+	// BoundingLimits are the limits any one of which bounds a pool: without a Guardrail naming
+	// requireLimits.resources, a pool must set at least one of them.
+	BoundingLimits = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, ResourceNodes}
+	// DefaultMaxCPULimit is the per-pool cpu limit beyond any real cluster: a larger one is warned
+	// about (a typo such as an extra zero, or a limit meant as "unlimited"). A Guardrail's
+	// nodePools.maxLimits.limits.cpu replaces it, with the Guardrail's action.
+	DefaultMaxCPULimit  = resource.MustParse("100000")
+	DefaultGPUResources = []corev1.ResourceName{
 		"nvidia.com/gpu", "amd.com/gpu", "aws.amazon.com/neuron", "habana.ai/gaudi", "google.com/tpu",
 	}
 	DefaultSpotMinInstanceTypes int32 = 10
@@ -38,6 +44,7 @@ const (
 	RuleGPUTaint       = "nodePools.gpu"
 	RuleGPUExpiry      = "nodePools.gpu.expireAfterAction"
 	RuleSpot           = "nodePools.spot.minInstanceTypes"
+	RuleSpotImplicit   = "nodePools.spot.implicit"
 	RuleOverlap        = "nodePools.overlap"
 	RuleClusterLimits  = "clusterLimits"
 	RuleBindings       = "nodePoolBindings"
@@ -65,7 +72,9 @@ type Limit struct {
 
 // Policy is the effective policy: all Guardrails merged, defaults filled in.
 type Policy struct {
-	RequireLimits          Setting
+	RequireLimits Setting
+	// RequiredLimitResources are the limits a Guardrail requires each pool to set; empty means the
+	// built-in rule: at least one of BoundingLimits.
 	RequiredLimitResources []corev1.ResourceName
 
 	MaxLimits      Setting
@@ -205,8 +214,11 @@ func Merge(guardrails []v1alpha1.Guardrail) Policy {
 		}
 	}
 	p.RequireLimits.orDefault(v1alpha1.ActionDeny)
-	p.RequiredLimitResources = sortedNames(required, DefaultRequiredLimits)
+	p.RequiredLimitResources = sortedNames(required, nil)
 	p.MaxLimits.orDefault(v1alpha1.ActionDeny)
+	if _, ok := p.MaxLimitValues[corev1.ResourceCPU]; !ok {
+		p.MaxLimitValues[corev1.ResourceCPU] = Limit{Value: DefaultMaxCPULimit.DeepCopy(), Source: BuiltIn}
+	}
 	p.GPU.orDefault(v1alpha1.ActionDeny)
 	p.GPUExpiry.orDefault(v1alpha1.ActionWarn)
 	p.GPUResourceName = sortedNames(gpuNames, DefaultGPUResources)

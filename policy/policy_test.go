@@ -31,11 +31,14 @@ func TestMergeDefaults(t *testing.T) {
 			t.Errorf("%s = %+v, want %s from %s", c.name, c.got, c.want, BuiltIn)
 		}
 	}
-	if len(p.RequiredLimitResources) != 2 || p.RequiredLimitResources[0] != corev1.ResourceCPU || p.RequiredLimitResources[1] != corev1.ResourceMemory {
-		t.Errorf("required limits = %v, want [cpu memory]", p.RequiredLimitResources)
+	if len(p.RequiredLimitResources) != 0 {
+		t.Errorf("required limits = %v, want none (the built-in rule: any one of cpu, memory, nodes)", p.RequiredLimitResources)
 	}
-	if p.SpotMinInstanceTypes != 10 || len(p.MaxLimitValues) != 0 || len(p.ClusterCeilings) != 0 {
-		t.Errorf("spot min %d, max limits %v, ceilings %v", p.SpotMinInstanceTypes, p.MaxLimitValues, p.ClusterCeilings)
+	if c := p.MaxLimitValues[corev1.ResourceCPU]; len(p.MaxLimitValues) != 1 || c.Value.String() != "100k" || c.Source != BuiltIn {
+		t.Errorf("max limits %v, want only the built-in cpu ceiling of 100000", p.MaxLimitValues)
+	}
+	if p.SpotMinInstanceTypes != 10 || len(p.ClusterCeilings) != 0 {
+		t.Errorf("spot min %d, ceilings %v", p.SpotMinInstanceTypes, p.ClusterCeilings)
 	}
 	if !p.AllowForever || !p.AllowOnNodes || p.MaxDoNotDisrupt != nil {
 		t.Errorf("do-not-disrupt defaults: forever %v nodes %v max %v", p.AllowForever, p.AllowOnNodes, p.MaxDoNotDisrupt)
@@ -110,13 +113,13 @@ func TestViolationsExceptPreexisting(t *testing.T) {
 	old := ValidateNodePool(p, pool("a", limits()), NodePoolContext{})
 	cur := ValidateNodePool(p, pool("a", limits(), label("team", "x")), NodePoolContext{})
 	errs, warns := cur.ExceptPreexisting(old).Split()
-	if len(errs) != 0 || len(warns) != 2 {
-		t.Fatalf("errs %v warns %v: unchanged missing limits must only warn on update", errs, warns)
+	if len(errs) != 0 || len(warns) != 1 {
+		t.Fatalf("errs %v warns %v: an unchanged missing limit must only warn on update", errs, warns)
 	}
 	// A newly broken rule on update still denies.
-	errs, _ = ValidateNodePool(p, pool("a", limits("cpu", "1")), NodePoolContext{}).ExceptPreexisting(
+	errs, _ = ValidateNodePool(p, pool("a", limits()), NodePoolContext{}).ExceptPreexisting(
 		ValidateNodePool(p, pool("a"), NodePoolContext{})).Split()
 	if len(errs) != 1 {
-		t.Fatalf("errs %v, want the new missing memory limit denied", errs)
+		t.Fatalf("errs %v, want the newly missing limit denied", errs)
 	}
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/requirements"
@@ -24,26 +26,27 @@ func nodePoolSet(np *v1.NodePool) requirements.Set {
 	return s
 }
 
-// capacityTypes is the capacity-type requirement of a pool; pools that say nothing launch on-demand,
-// as in Karpenter.
-func capacityTypes(s requirements.Set) requirements.Requirement {
-	if r, ok := s.Get(v1.CapacityTypeLabelKey); ok {
-		return r
-	}
-	return requirements.In(v1.CapacityTypeOnDemand)
-}
-
 // offerings returns the offerings of it that a node of a pool with requirements s could be bought
-// through; none means the pool cannot launch the instance type.
+// through; none means the pool cannot launch the instance type. A pool without a capacity-type
+// requirement launches any capacity type, spot included, as the solver does (and Karpenter v1).
 func offerings(s requirements.Set, it *catalog.InstanceType, known requirements.KnownKeys) []catalog.Offering {
-	if _, ok := s.Get(v1.CapacityTypeLabelKey); !ok {
-		s = s.With(v1.CapacityTypeLabelKey, capacityTypes(s))
-	}
 	return s.Offerings(it, known)
 }
 
-// hasSpot reports whether the pool may launch spot capacity.
+// offersSpot reports whether the pool can launch some type of the catalog as spot.
+func offersSpot(s requirements.Set, types []*catalog.InstanceType) bool {
+	known := requirements.Known(types)
+	for _, it := range types {
+		if slices.ContainsFunc(offerings(s, it, known), func(o catalog.Offering) bool { return o.CapacityType == v1.CapacityTypeSpot }) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasSpot reports whether the pool may launch spot capacity: it requires nothing of the capacity
+// type, or admits spot.
 func hasSpot(s requirements.Set) bool {
-	r := capacityTypes(s)
-	return r.Has(v1.CapacityTypeSpot)
+	r, ok := s.Get(v1.CapacityTypeLabelKey)
+	return !ok || r.Has(v1.CapacityTypeSpot)
 }

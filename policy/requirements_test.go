@@ -27,8 +27,9 @@ func TestOfferings(t *testing.T) {
 		np               *v1.NodePool
 		types, offerings int
 	}{
-		{"no requirements: on-demand only (Karpenter default)", pool("a"), 5, 10},
-		{"spot and on-demand", pool("a", req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")), 5, 20},
+		{"fixture: on-demand only", pool("a"), 5, 10},
+		{"no capacity-type requirement: spot too (Karpenter v1)", pool("a", anyCapacity), 5, 20},
+		{"spot and on-demand", pool("a", anyCapacity, req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")), 5, 20},
 		{"arm64 in one zone", pool("a", req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64"), req(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b")), 2, 2},
 		{"exclusion list", pool("a", req(v1.LabelInstanceType, corev1.NodeSelectorOpNotIn, "p3.2xlarge")), 4, 8},
 		{"custom label never excludes", pool("a", req("team", corev1.NodeSelectorOpIn, "x"), label("tier", "gold")), 5, 10},

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +20,10 @@ func nodePool(name string, opts ...poolOpt) *v1.NodePool {
 	np := &v1.NodePool{ObjectMeta: objectMeta(name), Spec: v1.NodePoolSpec{
 		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+			},
 		}},
 		Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("400Gi")},
 	}}
@@ -61,8 +65,15 @@ func templateLabel(k, val string) poolOpt {
 	return func(np *v1.NodePool) { np.Spec.Template.Labels = map[string]string{k: val} }
 }
 
+// anyCapacity drops the fixture's on-demand requirement: the pool launches spot when it is cheaper.
+func anyCapacity(np *v1.NodePool) {
+	np.Spec.Template.Spec.Requirements = slices.DeleteFunc(np.Spec.Template.Spec.Requirements, func(r v1.NodeSelectorRequirementWithMinValues) bool {
+		return r.Key == v1.CapacityTypeLabelKey
+	})
+}
+
 var (
-	spot    = req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")
+	spot    = func(np *v1.NodePool) { anyCapacity(np); req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")(np) }
 	noGPU   = req(v1.LabelInstanceType, corev1.NodeSelectorOpNotIn, "p3.2xlarge")
 	gpuOnly = req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "p3.2xlarge")
 	arm64   = req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64")
@@ -91,17 +102,23 @@ func testNodePools(t *testing.T, s *suite) {
 		// Built-in defaults, no Guardrail.
 		{name: "safe on-demand pool", pool: nodePool("safe", noGPU)},
 		{name: "no limits", pool: nodePool("nolimits", noGPU, limits()), deny: []string{
-			`admission webhook "vnodepool.policy.joist.dev" denied the request: NodePool.karpenter.sh "nolimits" is invalid: [spec.limits[cpu]: Forbidden: rule nodePools.requireLimits (built-in default): NodePool "nolimits" sets no cpu limit, so it can grow without bound while pods are pending; fix: set spec.limits.cpu to the most cpu this pool may ever hold, e.g. cpu: "1000"`,
-			`spec.limits[memory]: Forbidden: rule nodePools.requireLimits (built-in default): NodePool "nolimits" sets no memory limit`,
+			`admission webhook "vnodepool.policy.joist.dev" denied the request: NodePool.karpenter.sh "nolimits" is invalid: spec.limits: Forbidden: rule nodePools.requireLimits (built-in default): NodePool "nolimits" sets no limit (cpu, memory or nodes), so it can grow without bound while pods are pending; fix: set at least one of spec.limits.cpu, spec.limits.memory or spec.limits.nodes to the most this pool may ever hold, e.g. cpu: "1000"`,
 		}},
-		{name: "cpu limit only", pool: nodePool("cpuonly", noGPU, limits("cpu", "10")), deny: []string{`spec.limits[memory]: Forbidden: rule nodePools.requireLimits (built-in default)`}},
+		{name: "a cpu limit alone bounds the pool", pool: nodePool("cpuonly", noGPU, limits("cpu", "10"))},
+		{name: "a limit beyond any real cluster warns", pool: nodePool("huge", noGPU, limits("cpu", "200000")), warns: []string{
+			`spec.limits[cpu]: rule nodePools.maxLimits (built-in default): spec.limits.cpu is 200k, beyond any real cluster (100k)`,
+		}},
+		{name: "pool without capacity type warns that it launches spot", pool: nodePool("implicit", noGPU, anyCapacity), warns: []string{
+			`spec.template.spec.requirements: rule nodePools.spot.implicit (built-in default): NodePool "implicit" has no karpenter.sh/capacity-type requirement, so it launches spot capacity whenever spot is cheaper`,
+			`spec.template.spec.requirements: rule nodePools.spot.minInstanceTypes (built-in default): spot-capable NodePool admits 4 instance types`,
+		}},
 		{name: "spot pool with few types warns", pool: nodePool("spotty", noGPU, spot), warns: []string{
 			`spec.template.spec.requirements: rule nodePools.spot.minInstanceTypes (built-in default): spot-capable NodePool admits 4 instance types of the provider catalog (c6g.large, c6g.xlarge, m5.large, m5.xlarge), fewer than 10; when spot capacity for them runs dry, pods stay Pending; fix: widen the requirements: prefer exclusion lists (NotIn) to allow lists`,
 		}},
 		{name: "gpu pool without taint", pool: nodePool("gpu", gpuOnly), deny: []string{
 			`spec.template.spec.taints: Forbidden: rule nodePools.gpu (built-in default): NodePool "gpu" can launch accelerator instance types (e.g. p3.2xlarge with 1 nvidia.com/gpu) but has no NoSchedule or NoExecute taint, so any pod may land on these expensive nodes; fix: add a taint such as {key: nvidia.com/gpu, value: "true", effect: NoSchedule}`,
-		}, warns: []string{`spec.template.spec.expireAfter: rule nodePools.gpu.expireAfterAction (built-in default): NodePool "gpu" can launch accelerator instance types (e.g. p3.2xlarge with 1 nvidia.com/gpu) and its nodes expire after 720h0m0s, which kills long-running jobs at expiry; fix: set spec.template.spec.expireAfter: Never`}},
-		{name: "mixed pool that can reach a gpu type", pool: nodePool("mixed", amd64), deny: []string{`rule nodePools.gpu (built-in default): NodePool "mixed" can launch accelerator instance types`}, warns: []string{`nodePools.gpu.expireAfterAction`}},
+		}, warns: []string{`spec.template.spec.expireAfter: rule nodePools.gpu.expireAfterAction (built-in default): NodePool "gpu" launches accelerator instance types (e.g. p3.2xlarge with 1 nvidia.com/gpu) and its nodes expire after 720h0m0s, which kills long-running jobs at expiry; fix: set spec.template.spec.expireAfter: Never`}},
+		{name: "general pool that can reach a gpu type warns", pool: nodePool("mixed", amd64), warns: []string{`spec.template.spec.requirements: rule nodePools.gpu (built-in default): NodePool "mixed" is a general pool that can also launch accelerator instance types (e.g. p3.2xlarge with 1 nvidia.com/gpu); untainted, any pod that fits only such a type lands on an expensive node; fix: exclude the accelerator families or types from the requirements`}},
 		{name: "gpu pool tainted, expiring", pool: nodePool("gpu", gpuOnly, taint("nvidia.com/gpu")), warns: []string{`rule nodePools.gpu.expireAfterAction (built-in default)`}},
 		{name: "gpu pool tainted, never expires", pool: nodePool("gpu", gpuOnly, taint("nvidia.com/gpu"), expire("Never"))},
 		{name: "overlap, equal weight", existing: []*v1.NodePool{nodePool("general", noGPU)}, pool: nodePool("general-2", noGPU), deny: []string{
@@ -208,10 +225,10 @@ func testNodePoolUpdate(t *testing.T, s *suite) {
 		RequireLimits: &v1alpha1.RequireLimitsRule{Action: v1alpha1.ActionOff},
 	}}}
 	s.create(t, loose)
-	np := nodePool("legacy", noGPU, limits("cpu", "10"))
+	np := nodePool("legacy", noGPU, limits())
 	s.create(t, np)
 	defer s.remove(t, np)
-	s.remove(t, loose) // built-in defaults apply again: memory limit required
+	s.remove(t, loose) // built-in defaults apply again: some limit required
 
 	s.warnings.take()
 	np.Spec.Template.Labels = map[string]string{"team": "a"}
@@ -219,13 +236,14 @@ func testNodePoolUpdate(t *testing.T, s *suite) {
 		t.Fatalf("unrelated update must pass: %v", err)
 	}
 	warnings := s.warnings.take()
-	if len(warnings) != 1 || !strings.Contains(warnings[0], `spec.limits[memory]: rule nodePools.requireLimits (built-in default): already the case before this update: NodePool "legacy" sets no memory limit`) {
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `spec.limits: rule nodePools.requireLimits (built-in default): already the case before this update: NodePool "legacy" sets no limit`) {
 		t.Fatalf("warnings = %q", warnings)
 	}
 	s.waitCached(t, np)
-	np.Spec.Limits = v1.Limits{}
+	np.Spec.Template.Spec.Requirements = nodePool("legacy").Spec.Template.Spec.Requirements
+	gpuOnly(np)
 	err := s.client.Update(ctx, np)
-	if err == nil || !strings.Contains(err.Error(), `spec.limits[cpu]: Forbidden: rule nodePools.requireLimits (built-in default): NodePool "legacy" sets no cpu limit`) {
-		t.Fatalf("dropping the cpu limit must be denied, got %v", err)
+	if err == nil || !strings.Contains(err.Error(), `spec.template.spec.taints: Forbidden: rule nodePools.gpu (built-in default): NodePool "legacy" can launch accelerator instance types`) {
+		t.Fatalf("turning the pool into an untainted GPU pool must be denied, got %v", err)
 	}
 }
