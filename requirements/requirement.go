@@ -71,6 +71,9 @@ func New(op corev1.NodeSelectorOperator, values []string) (Requirement, error) {
 // In is the requirement that the label takes one of values.
 func In(values ...string) Requirement { return Requirement{values: sortedUnique(values)} }
 
+// Exists is the requirement that the label is present, with any value.
+func Exists() Requirement { return Requirement{complement: true} }
+
 // Any is the requirement nothing constrains: every value, and absence, satisfy it.
 func Any() Requirement { return Requirement{allowAbsent: true, complement: true} }
 

@@ -214,6 +214,16 @@ func (s *solver) initClass(c *class, claims []string) {
 			}
 		}
 	}
+	// The kube-scheduler filters out nodes without the topology key of a DoNotSchedule spread. For
+	// keys the spread model does not count (zone and hostname are counted), the node must at least
+	// carry the key, or the launched node could never take the pod.
+	for _, tsc := range spec.TopologySpreadConstraints {
+		if _, counted := topoKind(tsc.TopologyKey); !counted && tsc.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			for i := range alts {
+				alts[i] = alts[i].With(tsc.TopologyKey, requirements.Exists())
+			}
+		}
+	}
 	c.baseAlts = alts
 	c.tols = spec.Tolerations
 	aff := spec.Affinity

@@ -133,6 +133,7 @@ func (v *verifier) checkTopology() {
 	}
 	for _, pa := range all {
 		if pa.placed {
+			v.checkSpreadKeys(pa)
 			v.checkSpread(pa, all, count, carriers)
 			v.checkAffinity(pa, count)
 		}
@@ -168,6 +169,19 @@ func requiredAffinity(p *corev1.Pod) any {
 		return nil
 	}
 	return p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+}
+
+// checkSpreadKeys: the kube-scheduler places a pod with a DoNotSchedule spread only on nodes that
+// carry the constraint's topology key.
+func (v *verifier) checkSpreadKeys(pa podAt) {
+	for _, c := range pa.pod.Spec.TopologySpreadConstraints {
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			continue
+		}
+		if _, ok := pa.node.node.Labels[c.TopologyKey]; !ok && c.TopologyKey != v1.LabelHostname {
+			v.fail("pod %s on %s: the node has no label %s, the topology key of its DoNotSchedule spread", podKey(pa.pod), pa.node.name, c.TopologyKey)
+		}
+	}
 }
 
 func hardSpreads(p *corev1.Pod) []corev1.TopologySpreadConstraint {
