@@ -44,8 +44,8 @@ type class struct {
 	level int
 	effs  map[int]*eff
 
-	universe     uint64
-	universeDone bool
+	universe     [4]uint64 // zone universe per spreadPolicy
+	universeDone [4]bool
 
 	err      string // a static reason the pods cannot be placed
 	errCause Cause  // its cause; CauseInvalidSpec when unset
@@ -247,7 +247,7 @@ func (s *solver) initClass(c *class, claims []string) {
 			return
 		}
 		g := s.group(hostname, false, []string{c.ns}, sel)
-		sp := &spreadRef{g: g, maxSkew: tsc.MaxSkew, minDomains: 1, self: g.matches(c.ns, c.labels)}
+		sp := &spreadRef{g: g, maxSkew: tsc.MaxSkew, minDomains: 1, self: g.matches(c.ns, c.labels), policy: policyOf(&tsc)}
 		if tsc.MinDomains != nil {
 			sp.minDomains = *tsc.MinDomains
 		}

@@ -71,3 +71,48 @@ func TestVolumeZonesPlaceAndRefuse(t *testing.T) {
 		t.Fatalf("want the pod unschedulable, got %s", summary(res))
 	}
 }
+
+// TestSpreadInclusionPolicies: nodeAffinityPolicy and nodeTaintsPolicy decide which zones count as
+// spread domains, and so how many pods one zone may take.
+func TestSpreadInclusionPolicies(t *testing.T) {
+	ignore, honor := corev1.NodeInclusionPolicyIgnore, corev1.NodeInclusionPolicyHonor
+	cases := []struct {
+		name     string
+		pools    []*v1.NodePool
+		affinity *corev1.NodeInclusionPolicy
+		taints   *corev1.NodeInclusionPolicy
+		placed   int
+	}{
+		// Pods pinned to zone-a by their node selector.
+		{"affinity honored (default): only zone-a counts", []*v1.NodePool{nodePool("default")}, nil, nil, 3},
+		{"affinity ignored: empty zones b and c count", []*v1.NodePool{nodePool("default")}, &ignore, nil, 1},
+		// Zones b and c only through a pool whose taint the pods do not tolerate.
+		{"taints ignored (default): tainted zones count", []*v1.NodePool{nodePool("default"),
+			nodePool("tainted", poolTaint("dedicated", "x", corev1.TaintEffectNoSchedule), poolReq(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b", "zone-c"))}, &ignore, nil, 1},
+		{"taints honored: tainted zones do not count", []*v1.NodePool{nodePool("default"),
+			nodePool("tainted", poolTaint("dedicated", "x", corev1.TaintEffectNoSchedule), poolReq(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-b", "zone-c"))}, &ignore, &honor, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			policies := func(tsc *corev1.TopologySpreadConstraint) {
+				tsc.NodeAffinityPolicy, tsc.NodeTaintsPolicy = c.affinity, c.taints
+			}
+			in := solver.Input{Pods: pods(3, "p", "1", "1Gi", label("app", "a"), nodeSelector(v1.LabelTopologyZone, "zone-a"),
+				spread(v1.LabelTopologyZone, 1, corev1.DoNotSchedule, map[string]string{"app": "a"}, policies))}
+			if len(c.pools) == 2 {
+				// The default pool reaches only zone-a; zones b and c come only from the tainted pool.
+				c.pools[0] = nodePool("default", poolReq(v1.LabelTopologyZone, corev1.NodeSelectorOpIn, "zone-a"))
+			}
+			for _, np := range c.pools {
+				in.NodePools = append(in.NodePools, poolInput(np, standardTypes()))
+			}
+			res := solver.Solve(in)
+			if err := verify.Verify(in, res); err != nil {
+				t.Fatal(err)
+			}
+			if got := scheduledCount(res); got != c.placed {
+				t.Fatalf("placed %d pods, want %d: %s", got, c.placed, summary(res))
+			}
+		})
+	}
+}

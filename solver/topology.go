@@ -95,6 +95,28 @@ type spreadRef struct {
 	maxSkew    int32
 	minDomains int32
 	self       bool
+	policy     spreadPolicy
+}
+
+// spreadPolicy says which nodes count as domains of a spread: bit ignoreAffinity set for
+// nodeAffinityPolicy: Ignore (default Honor: only nodes the pod's node selection admits), bit
+// honorTaints for nodeTaintsPolicy: Honor (default Ignore: tainted nodes count too).
+type spreadPolicy uint8
+
+const (
+	ignoreAffinity spreadPolicy = 1 << iota
+	honorTaints
+)
+
+func policyOf(tsc *corev1.TopologySpreadConstraint) spreadPolicy {
+	var p spreadPolicy
+	if tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore {
+		p |= ignoreAffinity
+	}
+	if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+		p |= honorTaints
+	}
+	return p
 }
 
 type termRef struct {
@@ -226,15 +248,26 @@ func (s *solver) registerExistingAnti() {
 	}
 }
 
-// zoneUniverse is the set of zones a pod could land in: zones of existing nodes matching its
-// required node selection and zones offered by pool instance types compatible with it.
-func (s *solver) zoneUniverse(c *class) uint64 {
-	if c.universeDone {
-		return c.universe
+// zoneUniverse is the set of zones that count as domains of a zone spread of class c under policy
+// pol: zones of existing nodes and zones offered by pool instance types, restricted (by default) to
+// those the pod's required node selection admits, and (with nodeTaintsPolicy: Honor) to nodes and
+// pools whose taints the pod tolerates.
+func (s *solver) zoneUniverse(c *class, pol spreadPolicy) uint64 {
+	if c.universeDone[pol] {
+		return c.universe[pol]
 	}
 	var m uint64
 	for _, n := range s.existing {
 		if n.zone < 0 {
+			continue
+		}
+		if pol&honorTaints != 0 {
+			if _, bad := untolerated(c.tols, n.taints); bad {
+				continue
+			}
+		}
+		if pol&ignoreAffinity != 0 {
+			m |= 1 << uint(n.zone)
 			continue
 		}
 		for _, a := range c.baseAlts {
@@ -245,6 +278,17 @@ func (s *solver) zoneUniverse(c *class) uint64 {
 		}
 	}
 	for _, p := range s.pools {
+		if pol&honorTaints != 0 {
+			if _, bad := untolerated(c.tols, p.taints); bad {
+				continue
+			}
+		}
+		if pol&ignoreAffinity != 0 {
+			for _, t := range p.types {
+				m |= t.zones
+			}
+			continue
+		}
 		for _, a := range c.baseAlts {
 			if x := p.reqs.And(a); x.Conflict() != "" {
 				continue
@@ -265,7 +309,7 @@ func (s *solver) zoneUniverse(c *class) uint64 {
 			}
 		}
 	}
-	c.universe, c.universeDone = m, true
+	c.universe[pol], c.universeDone[pol] = m, true
 	return m
 }
 
@@ -367,7 +411,7 @@ func (s *solver) topoZone(c *class, e *eff, zone int) (ok, permanent bool, te to
 		if zone < 0 {
 			return false, true, topoErr{format: "topology spread (%s) needs a node with a zone", args: []any{sp.g}}
 		}
-		u := s.zoneUniverse(c)
+		u := s.zoneUniverse(c, sp.policy)
 		min := minZoneCount(sp.g, u)
 		if int32(bits.OnesCount64(u)) < sp.minDomains {
 			min = 0

@@ -226,16 +226,34 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 	return out
 }
 
-// zoneUniverse lists the zones a pod could be placed in: zones of nodes matching its node
-// selection and zones of pool offerings whose launched node would match it.
-func (v *verifier) zoneUniverse(p *corev1.Pod) map[string]bool {
+// inclusion is the kube-scheduler's rule for which nodes count as domains of a spread: by default
+// those the pod's required node affinity matches (nodeAffinityPolicy) whatever their taints
+// (nodeTaintsPolicy).
+func inclusion(p *corev1.Pod, c *corev1.TopologySpreadConstraint) func(*corev1.Node, []corev1.Taint) bool {
 	na := nodeaffinity.GetRequiredNodeAffinity(p)
+	honorAffinity := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	return func(n *corev1.Node, taints []corev1.Taint) bool {
+		if honorAffinity {
+			if ok, _ := na.Match(n); !ok {
+				return false
+			}
+		}
+		if honorTaints {
+			if _, ok := tolerated(&p.Spec, taints); !ok {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// zoneUniverse lists the zones that count for a zone spread: zones of nodes the inclusion rule
+// admits and zones of pool offerings whose launched node it would admit.
+func (v *verifier) zoneUniverse(incl func(*corev1.Node, []corev1.Taint) bool) map[string]bool {
 	zones := map[string]bool{}
 	for _, n := range v.nodes {
-		if !n.hasZone {
-			continue
-		}
-		if ok, _ := na.Match(n.node); ok {
+		if n.hasZone && incl(n.node, n.taints) {
 			zones[n.zone] = true
 		}
 	}
@@ -255,7 +273,7 @@ func (v *verifier) zoneUniverse(p *corev1.Pod) map[string]bool {
 				if ok, _ := allMatch(pi.NodePool.Spec.Template.Spec.Requirements, l); !ok {
 					continue
 				}
-				if ok, _ := na.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}}); ok {
+				if incl(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}}, poolTaints(pi.NodePool)) {
 					zones[o.Zone] = true
 				}
 			}
@@ -281,16 +299,16 @@ func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, bool)
 			continue
 		}
 		t := count(m, hostname)
-		na := nodeaffinity.GetRequiredNodeAffinity(pa.pod)
+		incl := inclusion(pa.pod, &c)
 		var universe []string
 		if hostname {
 			for _, n := range v.nodes {
-				if ok, _ := na.Match(n.node); ok {
+				if incl(n.node, n.taints) {
 					universe = append(universe, n.name)
 				}
 			}
 		} else {
-			for z := range v.zoneUniverse(pa.pod) {
+			for z := range v.zoneUniverse(incl) {
 				universe = append(universe, z)
 			}
 		}
