@@ -359,7 +359,7 @@ func (s *solver) buildExisting() {
 		n.alloc = s.d.capacityVec(e.Allocatable)
 		n.used = s.d.zero()
 		for _, p := range e.Pods {
-			if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if p == nil || finished(p) {
 				continue
 			}
 			n.used.add(s.d.podRequests(&p.Spec))
@@ -373,4 +373,9 @@ func (s *solver) buildExisting() {
 		s.nodes = append(s.nodes, n)
 		s.existing = append(s.existing, n)
 	}
+}
+
+// finished reports whether a pod has terminated: it holds no capacity and counts for no topology.
+func finished(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }

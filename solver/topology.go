@@ -204,7 +204,7 @@ func (s *solver) countExisting() {
 	cache := map[string][]*group{}
 	for _, n := range s.existing {
 		for _, p := range n.ex.Pods {
-			if p == nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if p == nil || finished(p) {
 				continue
 			}
 			key := p.Namespace + "/" + labels.Set(p.Labels).String()
@@ -232,7 +232,7 @@ func (s *solver) registerExistingAnti() {
 			if p == nil || p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 				continue
 			}
-			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if finished(p) {
 				continue
 			}
 			for i := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
