@@ -12,7 +12,10 @@ import (
 )
 
 func TestValidateNodePool(t *testing.T) {
-	spot := func(np *v1.NodePool) { anyCapacity(np); req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot")(np) }
+	spot := func(np *v1.NodePool) {
+		anyCapacity(np)
+		req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot")(np)
+	}
 	strict := Merge([]v1alpha1.Guardrail{guardrail("platform", v1alpha1.GuardrailSpec{
 		NodePools: v1alpha1.NodePoolRules{
 			MaxLimits: &v1alpha1.MaxLimitsRule{Limits: corev1.ResourceList{"cpu": *q("500")}},

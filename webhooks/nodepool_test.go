@@ -73,7 +73,10 @@ func anyCapacity(np *v1.NodePool) {
 }
 
 var (
-	spot    = func(np *v1.NodePool) { anyCapacity(np); req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")(np) }
+	spot = func(np *v1.NodePool) {
+		anyCapacity(np)
+		req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot", "on-demand")(np)
+	}
 	noGPU   = req(v1.LabelInstanceType, corev1.NodeSelectorOpNotIn, "p3.2xlarge")
 	gpuOnly = req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "p3.2xlarge")
 	arm64   = req(v1.LabelArch, corev1.NodeSelectorOpIn, "arm64")
