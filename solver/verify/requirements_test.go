@@ -1,6 +1,7 @@
 package verify_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -135,5 +136,23 @@ func TestPoolOwnKeyNeverExcludesTypes(t *testing.T) {
 		if len(res.NewNodeClaims) != 1 || res.NewNodeClaims[0].InstanceType.Name != "cpu.xlarge" || len(res.NewNodeClaims[0].InstanceTypeOptions) != 2 {
 			t.Fatalf("%s: want one claim on cpu.xlarge with both types as options, got %+v", c.op, res.NewNodeClaims)
 		}
+	}
+}
+
+// TestVerifySpreadKeyPresence: a pod with a DoNotSchedule spread is only valid on a node carrying
+// the spread's topology key (the kube-scheduler filters out the others).
+func TestVerifySpreadKeyPresence(t *testing.T) {
+	p := pod("p", "1", map[string]string{"app": "a"})
+	p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "example.com/rack",
+		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "a"}}}}
+	in := input(p)
+	in.NodePools[0].NodePool.Spec.Template.Labels = map[string]string{"example.com/rack": "r1"}
+	res := solver.Solve(in)
+	if err := verify.Verify(in, res); err != nil || len(res.NewNodeClaims) != 1 {
+		t.Fatalf("placing: %d claims, verify: %v", len(res.NewNodeClaims), err)
+	}
+	in.NodePools[0].NodePool.Spec.Template.Labels = nil // the same plan on nodes without the key
+	if err := verify.Verify(in, res); err == nil || !strings.Contains(err.Error(), "has no label example.com/rack") {
+		t.Fatalf("verify accepted a pod on a node without its spread key: %v", err)
 	}
 }
