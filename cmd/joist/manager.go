@@ -160,7 +160,7 @@ func runManager(args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
-	ctrl.Log.Info("starting manager", "cloudProvider", cloud.Name(), "installNamespace", f.installNamespace)
+	ctrl.Log.Info("starting manager", "version", version, "cloudProvider", cloud.Name(), "installNamespace", f.installNamespace)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
