@@ -48,11 +48,15 @@ func Render(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range resMap.Resources() {
-		m, err := r.Map()
+		raw, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("reading %s from %s: %w", r.CurId(), dir, err)
 		}
-		out = append(out, &unstructured.Unstructured{Object: m})
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("decoding %s from %s: %w", r.CurId(), dir, err)
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/joist-dev/joist/test/env"
@@ -14,3 +15,5 @@ func repoRoot(t *testing.T) string {
 	}
 	return root
 }
+
+func fmtAny(v any) string { return fmt.Sprintf("%v", v) }
