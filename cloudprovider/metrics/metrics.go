@@ -18,9 +18,9 @@ import (
 
 // Label names; values of method are the interface's method names.
 const (
-	labelMethod     = "method"
-	labelProvider   = "provider"
-	labelError      = "error"
+	labelMethod   = "method"
+	labelProvider = "provider"
+	labelError    = "error"
 )
 
 var (
