@@ -31,6 +31,7 @@ import (
 	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 	nodeclaimmetrics "github.com/joist-dev/joist/controllers/metrics/nodeclaim"
 	nodepoolmetrics "github.com/joist-dev/joist/controllers/metrics/nodepool"
+	podmetrics "github.com/joist-dev/joist/controllers/metrics/pod"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -63,6 +64,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		nodemetrics.New(kube, prices, clock.RealClock{}).Register(mgr),
 		nodeclaimmetrics.New(kube, clock.RealClock{}).Register(mgr),
 		nodepoolmetrics.New(kube, prices).Register(mgr),
+		podmetrics.New(kube, clock.RealClock{}).Register(mgr),
 	} {
 		if err != nil {
 			t.Fatal(err)
@@ -97,6 +99,16 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Fatalf("creating %s: %v", o.GetName(), err)
 		}
 	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web"}}}}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	readyAt := metav1.NewTime(pod.CreationTimestamp.Add(7 * time.Second))
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: readyAt}}
+	if err := e.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}
 	if err := e.Client.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)
@@ -107,6 +119,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	want := append([]string{
 		`karpenter_nodes_created_total{nodepool="general"} 1`,
+		`karpenter_pods_startup_duration_seconds_sum 7`,
+		`karpenter_pods_startup_duration_seconds_count 1`,
 		`karpenter_nodepools_limit{nodepool="general",resource_type="cpu"} 100`,
 		`joist_nodepool_cost_per_hour{nodepool="general"} ` + strconv.FormatFloat(offering.Price, 'g', -1, 64),
 	}, nodeSeries...)
