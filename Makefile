@@ -42,7 +42,7 @@ generate: ## Generate DeepCopy methods from markers.
 
 .PHONY: verify
 verify: manifests generate bundle ## Fail when generated files (CRDs, RBAC, webhooks, DeepCopy, bundle/) are out of date.
-	@git diff --exit-code -- config api bundle bundle.Dockerfile || (echo "generated files are stale: run 'make manifests generate bundle' and commit"; exit 1)
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || (git status --short -- config api bundle bundle.Dockerfile; echo "generated files are stale or uncommitted: run 'make manifests generate bundle' and commit"; exit 1)
 
 .PHONY: fmt
 fmt: ## Run go fmt.
