@@ -6,16 +6,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/blang/semver/v4"
+	opversion "github.com/operator-framework/api/pkg/lib/version"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
-
-	"github.com/blang/semver/v4"
-	opversion "github.com/operator-framework/api/pkg/lib/version"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // webhookTargetPort is the manager's webhook server port (cmd/joist --webhook-port).
