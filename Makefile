@@ -1,6 +1,11 @@
 # Joist — Kubernetes node autoscaler. `make help` lists the targets.
 
-IMG ?= ghcr.io/joist-dev/joist:latest
+# Release version: the image tag, the ldflags version and the OLM bundle's CSV version.
+VERSION ?= 0.1.0
+IMG ?= ghcr.io/joist-dev/joist:v$(VERSION)
+BUNDLE_IMG ?= ghcr.io/joist-dev/joist-bundle:v$(VERSION)
+BUNDLE_CHANNEL ?= candidate
+KUBECTL ?= kubectl
 GO ?= go
 CONTROLLER_GEN ?= $(GO) tool controller-gen
 
@@ -36,8 +41,8 @@ generate: ## Generate DeepCopy methods from markers.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: verify
-verify: manifests generate ## Fail when generated files are out of date.
-	@git diff --exit-code -- config api || (echo "generated files are stale: run 'make manifests generate' and commit"; exit 1)
+verify: manifests generate bundle ## Fail when generated files (CRDs, RBAC, webhooks, DeepCopy, bundle/) are out of date.
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || (git status --short -- config api bundle bundle.Dockerfile; echo "generated files are stale or uncommitted: run 'make manifests generate bundle' and commit"; exit 1)
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -52,22 +57,46 @@ k8s-assets: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manag
 	bash hack/k8s-assets/build.sh $(K8S_ASSETS)
 
 .PHONY: test
-test: k8s-assets manifests generate vet ## Run all tests against a real control plane.
+test: k8s-assets verify vet ## Run all tests against a real control plane (after checking generated files are committed).
 	$(GO) test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 
 ##@ Build
 
+LDFLAGS := -X main.version=$(VERSION)
+
 .PHONY: build
 build: manifests generate fmt vet ## Build the manager binary.
-	$(GO) build -o bin/joist ./cmd/joist
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/joist ./cmd/joist
 
 .PHONY: run
 run: manifests generate ## Run the manager against the cluster in $KUBECONFIG.
 	$(GO) run ./cmd/joist
 
 .PHONY: docker-build
-docker-build: ## Build the container image (needs a Docker engine).
-	docker build -t $(IMG) .
+docker-build: ## Build the manager image (needs a Docker engine; these dev machines have none).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image (needs a Docker engine).
+	docker push $(IMG)
+
+##@ Deployment
+
+.PHONY: deploy
+deploy: manifests ## Install Joist into the cluster in $KUBECONFIG with kustomize (needs cert-manager; see README).
+	$(KUBECTL) apply --server-side -k config/default
+
+.PHONY: undeploy
+undeploy: ## Remove what `make deploy` installed (CRDs included: their objects go too).
+	$(KUBECTL) delete --ignore-not-found -k config/default
+
+.PHONY: bundle
+bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/manifests; validated by test/deploy.
+	$(GO) run ./hack/bundle/cmd -config config -out bundle -dockerfile bundle.Dockerfile -version $(VERSION) -image $(IMG) -channel $(BUNDLE_CHANNEL)
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image (needs a Docker engine).
+	docker build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 ##@ Benchmarks
 

@@ -14,6 +14,10 @@ import (
 	"github.com/joist-dev/joist/controllers/disruption"
 	"github.com/joist-dev/joist/controllers/garbagecollection"
 	"github.com/joist-dev/joist/controllers/indexes"
+	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
+	nodeclaimmetrics "github.com/joist-dev/joist/controllers/metrics/nodeclaim"
+	nodepoolmetrics "github.com/joist-dev/joist/controllers/metrics/nodepool"
+	podmetricsctrl "github.com/joist-dev/joist/controllers/metrics/pod"
 	"github.com/joist-dev/joist/controllers/nodeclaim"
 	"github.com/joist-dev/joist/controllers/nodepool"
 	"github.com/joist-dev/joist/controllers/podmetrics"
@@ -72,6 +76,26 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
 		return fmt.Errorf("adding garbage collector: %w", err)
 	}
-	podmetrics.Use(kube)
+	if err := podmetrics.Register(kube); err != nil {
+		return err
+	}
+	return registerMetrics(mgr, cloud, clk)
+}
+
+// registerMetrics adds the loops that keep the node, nodeclaim, nodepool and pod series.
+func registerMetrics(mgr ctrl.Manager, cloud cloudprovider.CloudProvider, clk clock.PassiveClock) error {
+	kube := mgr.GetClient()
+	if err := nodemetrics.New(kube, cloud.GetInstanceTypes, clk).Register(mgr); err != nil {
+		return fmt.Errorf("registering node metrics controller: %w", err)
+	}
+	if err := nodeclaimmetrics.New(kube, clk).Register(mgr); err != nil {
+		return fmt.Errorf("registering nodeclaim metrics controller: %w", err)
+	}
+	if err := nodepoolmetrics.New(kube, cloud.GetInstanceTypes).Register(mgr); err != nil {
+		return fmt.Errorf("registering nodepool metrics controller: %w", err)
+	}
+	if err := podmetricsctrl.New(kube, clk).Register(mgr); err != nil {
+		return fmt.Errorf("registering pod metrics controller: %w", err)
+	}
 	return nil
 }

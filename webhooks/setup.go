@@ -23,6 +23,8 @@ type Options struct {
 	InstanceTypes nodepool.InstanceTypesFunc
 	// Reader reads Guardrails, NodePools and Namespaces; defaults to the manager's cached client.
 	Reader client.Reader
+	// InstallNamespace is the namespace Joist runs in; the pod webhooks leave its pods alone.
+	InstallNamespace string
 }
 
 // SetupWithManager registers every admission webhook with the manager's webhook server.
@@ -33,10 +35,10 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := nodepool.Setup(mgr, &nodepool.Validator{Reader: opts.Reader, InstanceTypes: opts.InstanceTypes}); err != nil {
 		return fmt.Errorf("setting up nodepool webhook: %w", err)
 	}
-	if err := poddefaults.Setup(mgr, &poddefaults.Defaulter{Reader: opts.Reader}); err != nil {
+	if err := poddefaults.Setup(mgr, &poddefaults.Defaulter{Reader: opts.Reader, ExcludeNamespace: opts.InstallNamespace}); err != nil {
 		return fmt.Errorf("setting up pod defaults webhook: %w", err)
 	}
-	if err := donotdisrupt.Setup(mgr, opts.Reader); err != nil {
+	if err := donotdisrupt.Setup(mgr, opts.Reader, opts.InstallNamespace); err != nil {
 		return fmt.Errorf("setting up do-not-disrupt webhooks: %w", err)
 	}
 	if err := guardrail.Setup(mgr, &guardrail.Validator{Reader: opts.Reader}); err != nil {

@@ -15,6 +15,9 @@ import (
 	"github.com/joist-dev/joist/cmd/joist/simulate"
 )
 
+// version is the release, set at build time: -ldflags "-X main.version=0.1.0".
+var version = "dev"
+
 func main() {
 	if len(os.Args) > 1 {
 		if code, ok := runSubcommand(os.Args[1], os.Args[2:]); ok {
@@ -32,6 +35,9 @@ func runSubcommand(name string, args []string) (code int, ok bool) {
 	switch name {
 	case "simulate":
 		return simulate.Main(args, os.Stdout, os.Stderr), true
+	case "version":
+		fmt.Println(version)
+		return 0, true
 	default:
 		return 0, false
 	}

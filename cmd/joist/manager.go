@@ -1,46 +1,63 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	cpmetrics "github.com/joist-dev/joist/cloudprovider/metrics"
 	"github.com/joist-dev/joist/controllers"
 	"github.com/joist-dev/joist/webhooks"
 )
 
 // managerFlags are the manager's command-line settings.
 type managerFlags struct {
-	metricsAddr          string
-	probeAddr            string
-	webhookPort          int
-	webhookCertDir       string
-	enableLeaderElection bool
-	enableWebhooks       bool
-	leaderElectionNS     string
-	kubeAPIQPS           float64
-	kubeAPIBurst         int
-	cloud                cloudFlags
-	controllers          controllers.Options
+	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	probeAddr               string
+	webhookPort             int
+	webhookCertDir          string
+	enableHTTP2             bool
+	enableLeaderElection    bool
+	enableWebhooks          bool
+	leaderElectionNS        string
+	installNamespace        string
+	gracefulShutdownTimeout time.Duration
+	kubeAPIQPS              float64
+	kubeAPIBurst            int
+	cloud                   cloudFlags
+	controllers             controllers.Options
 }
+
+// installNamespaceEnv is set from the pod's metadata.namespace through the downward API.
+const installNamespaceEnv = "POD_NAMESPACE"
 
 func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	f := managerFlags{controllers: controllers.DefaultOptions()}
 	fs := flag.NewFlagSet("joist", flag.ContinueOnError)
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticating and authorizing each scrape (TokenReview and SubjectAccessReview for GET /metrics); false serves plain HTTP to anyone.")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate generated at start).")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to; \"0\" disables them.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's standard cert dir).")
+	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset and Stream Cancellation, CVE-2023-44487/39325).")
 	fs.BoolVar(&f.enableWebhooks, "enable-webhooks", true, "Serve the Guardrail admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	fs.BoolVar(&f.enableLeaderElection, "leader-elect", true, "Elect a leader so only one replica acts at a time.")
-	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: the pod's namespace).")
+	fs.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "Namespace of the leader election lease (default: --install-namespace).")
+	fs.StringVar(&f.installNamespace, "install-namespace", os.Getenv(installNamespaceEnv), "Namespace Joist runs in (default: $"+installNamespaceEnv+", set by the downward API); the pod webhooks leave it alone.")
+	fs.DurationVar(&f.gracefulShutdownTimeout, "graceful-shutdown-timeout", 25*time.Second, "How long runnables get to stop on SIGTERM; keep it below the pod's terminationGracePeriodSeconds (30 s in config/manager).")
 	fs.Float64Var(&f.kubeAPIQPS, "kube-api-qps", 500, "Queries per second to the kube-apiserver.")
 	fs.IntVar(&f.kubeAPIBurst, "kube-api-burst", 1000, "Burst of queries to the kube-apiserver.")
 	p := &f.controllers.Provisioning
@@ -60,7 +77,33 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	if p.BatchSettleDuration < 0 || p.BatchSettleDuration > p.BatchIdleDuration {
 		return f, zapOpts, fmt.Errorf("--batch-settle-duration must be ≥ 0 and ≤ --batch-idle-duration (got %s and %s)", p.BatchSettleDuration, p.BatchIdleDuration)
 	}
+	if f.gracefulShutdownTimeout <= 0 {
+		return f, zapOpts, fmt.Errorf("--graceful-shutdown-timeout must be > 0 (got %s)", f.gracefulShutdownTimeout)
+	}
+	if f.leaderElectionNS == "" {
+		f.leaderElectionNS = f.installNamespace
+	}
 	return f, zapOpts, nil
+}
+
+// tlsOpts are the TLS settings of every server the manager runs.
+func (f managerFlags) tlsOpts() []func(*tls.Config) {
+	if f.enableHTTP2 {
+		return nil
+	}
+	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+}
+
+// metricsOptions serve /metrics over HTTPS behind controller-runtime's authentication and
+// authorization filter unless --metrics-secure=false.
+func (f managerFlags) metricsOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: f.metricsAddr, TLSOpts: f.tlsOpts()}
+	if f.metricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.CertDir = f.metricsCertDir
+	}
+	return opts
 }
 
 func runManager(args []string) error {
@@ -79,15 +122,16 @@ func runManager(args []string) error {
 	}
 	cfg.QPS, cfg.Burst = float32(f.kubeAPIQPS), f.kubeAPIBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Cache:                   controllers.CacheOptions(),
-		Metrics:                 metricsserver.Options{BindAddress: f.metricsAddr},
-		HealthProbeBindAddress:  f.probeAddr,
-		WebhookServer:           webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}),
-		LeaderElection:          f.enableLeaderElection,
-		LeaderElectionID:        "joist.karpenter.sh",
-		LeaderElectionNamespace: f.leaderElectionNS,
-		GracefulShutdownTimeout: ptrDuration(15 * time.Second),
+		Scheme:                        scheme,
+		Cache:                         controllers.CacheOptions(),
+		Metrics:                       f.metricsOptions(),
+		HealthProbeBindAddress:        f.probeAddr,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: f.tlsOpts()}),
+		LeaderElection:                f.enableLeaderElection,
+		LeaderElectionID:              "joist.karpenter.sh",
+		LeaderElectionNamespace:       f.leaderElectionNS,
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       &f.gracefulShutdownTimeout,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -97,25 +141,28 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
+	cloud = cpmetrics.Decorate(cloud)
 	if err := controllers.Register(ctx, mgr, cloud, clock.RealClock{}, f.controllers); err != nil {
 		return err
-	}
-	if f.enableWebhooks {
-		if err := webhooks.SetupWithManager(mgr, webhooks.Options{InstanceTypes: cloud.GetInstanceTypes}); err != nil {
-			return fmt.Errorf("setting up webhooks: %w", err)
-		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding health check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	ready := healthz.Ping
+	if f.enableWebhooks {
+		if err := webhooks.SetupWithManager(mgr, webhooks.Options{InstanceTypes: cloud.GetInstanceTypes, InstallNamespace: f.installNamespace}); err != nil {
+			return fmt.Errorf("setting up webhooks: %w", err)
+		}
+		// Ready only once the webhook server serves: the webhooks of two replicas fail closed for
+		// NodePools and Guardrails, so traffic must not reach a replica still loading its certificate.
+		ready = mgr.GetWebhookServer().StartedChecker()
+	}
+	if err := mgr.AddReadyzCheck("readyz", ready); err != nil {
 		return fmt.Errorf("adding ready check: %w", err)
 	}
-	ctrl.Log.Info("starting manager", "cloudProvider", cloud.Name())
+	ctrl.Log.Info("starting manager", "version", version, "cloudProvider", cloud.Name(), "installNamespace", f.installNamespace)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
 }
-
-func ptrDuration(d time.Duration) *time.Duration { return &d }

@@ -57,7 +57,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			sum.Add(q)
 			resources[name] = sum
 		}
-		allocatable.Observe(nc)
 	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if _, ok := resources[name]; !ok {
@@ -65,7 +64,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	np.Status.Resources, np.Status.Nodes = resources, &nodes
-	usage.set(np.Name, resources, nodes)
 
 	ready, msg, err := c.nodeClassReady(ctx, np)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,16 +25,19 @@ var stateDesc = prometheus.NewDesc("karpenter_pods_state",
 
 // Collector reads pods and nodes from a cache-backed client at scrape time.
 type Collector struct {
-	kube atomic.Pointer[client.Reader]
+	kube client.Reader
 }
 
-var collector = &Collector{}
-
-func init() { crmetrics.Registry.MustRegister(collector) }
-
-// Use makes karpenter_pods_state read from kube, the running manager's cache-backed client. (The
-// metric is registered once per process; a test that restarts the manager points it at the new one.)
-func Use(kube client.Reader) { collector.kube.Store(&kube) }
+// Register exports karpenter_pods_state from kube, the manager's cache-backed client, in
+// controller-runtime's registry, replacing the collector of a manager that ran before in this process.
+func Register(kube client.Reader) error {
+	c := &Collector{kube: kube}
+	crmetrics.Registry.Unregister(c) // matched by the descriptors Describe sends
+	if err := crmetrics.Registry.Register(c); err != nil {
+		return fmt.Errorf("registering karpenter_pods_state: %w", err)
+	}
+	return nil
+}
 
 // Describe sends the one metric the collector exports.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) { ch <- stateDesc }
@@ -50,11 +52,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	kubep := c.kube.Load()
-	if kubep == nil {
-		return nil
-	}
-	kube := *kubep
+	kube := c.kube
 	var nodes corev1.NodeList
 	if err := kube.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
@@ -24,9 +23,7 @@ func TestPodsState(t *testing.T) {
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "bare", Namespace: "team"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
-	c := &Collector{}
-	var kube client.Reader = fake.NewClientBuilder().WithObjects(node, running, pending).Build()
-	c.kube.Store(&kube)
+	c := &Collector{kube: fake.NewClientBuilder().WithObjects(node, running, pending).Build()}
 	want := `
 # HELP karpenter_pods_state Pod state is the current state of pods, labeled by pod name, namespace, owner, node, whether the pod is scheduled, nodepool, zone, architecture, capacity type, instance type, phase, readiness, and whether the node is Joist-managed.
 # TYPE karpenter_pods_state gauge

@@ -21,15 +21,21 @@ import (
 	"github.com/joist-dev/joist/policy"
 )
 
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","joist-system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]}}`
-// +kubebuilder:webhook:path=/validate--v1-node,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=nodes,verbs=create;update,versions=v1,name=vnode.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5
-// +kubebuilder:webhook:path=/validate-karpenter-sh-v1-nodeclaim,mutating=false,failurePolicy=ignore,sideEffects=None,groups=karpenter.sh,resources=nodeclaims,verbs=create;update,versions=v1,name=vnodeclaim.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5
+// Pod UPDATEs only matter when the new pod carries the annotation (CREATE also checks the pod's
+// NodePool selection), Nodes and NodeClaims only when they carry it: matchConditions keep every other
+// update in the cluster from calling Joist at all, and the annotation-only webhooks get a short timeout.
+// "system" in the namespace exclusion is the install namespace, set by config/default's replacements.
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"matchConditions":[{"name":"create-or-do-not-disrupt","expression":"request.operation == 'CREATE' || (has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations)"}]}`
+// +kubebuilder:webhook:path=/validate--v1-node,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=nodes,verbs=create;update,versions=v1,name=vnode.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=2,patch=`{"matchConditions":[{"name":"has-do-not-disrupt","expression":"has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations"}]}`
+// +kubebuilder:webhook:path=/validate-karpenter-sh-v1-nodeclaim,mutating=false,failurePolicy=ignore,sideEffects=None,groups=karpenter.sh,resources=nodeclaims,verbs=create;update,versions=v1,name=vnodeclaim.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=2,patch=`{"matchConditions":[{"name":"has-do-not-disrupt","expression":"has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations"}]}`
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Setup registers the Pod, Node and NodeClaim validators.
-func Setup(mgr ctrl.Manager, r client.Reader) error {
-	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(&Validator[*corev1.Pod]{Reader: r, Kind: "Pod"}).Complete(); err != nil {
+// Pods in excludeNamespace (Joist's install namespace; empty for none) are admitted unchecked.
+func Setup(mgr ctrl.Manager, r client.Reader, excludeNamespace string) error {
+	pods := &Validator[*corev1.Pod]{Reader: r, Kind: "Pod", ExcludeNamespace: excludeNamespace}
+	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Pod{}).WithValidator(pods).Complete(); err != nil {
 		return fmt.Errorf("pods: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &corev1.Node{}).WithValidator(&Validator[*corev1.Node]{Reader: r, Kind: "Node"}).Complete(); err != nil {
@@ -45,6 +51,9 @@ func Setup(mgr ctrl.Manager, r client.Reader) error {
 type Validator[T client.Object] struct {
 	Reader client.Reader
 	Kind   string
+	// ExcludeNamespace is Joist's install namespace: its pods are never checked, so that a broken
+	// guardrail cannot keep Joist itself from starting.
+	ExcludeNamespace string
 }
 
 func (v *Validator[T]) ValidateCreate(ctx context.Context, obj T) (admission.Warnings, error) {
@@ -78,6 +87,9 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 		ns := pod.Namespace
 		if req, err := admission.RequestFromContext(ctx); err == nil && req.Namespace != "" {
 			ns = req.Namespace
+		}
+		if v.ExcludeNamespace != "" && ns == v.ExcludeNamespace {
+			return nil, nil
 		}
 		var namespace corev1.Namespace
 		if err := v.Reader.Get(ctx, client.ObjectKey{Name: ns}, &namespace); err != nil {

@@ -19,14 +19,17 @@ import (
 )
 
 // The namespace and object selectors keep the webhook away from kube-system, kube-node-lease,
-// Joist's own namespace (joist-system) and anything labelled policy.joist.dev/guardrails=disabled.
-// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.policy.joist.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","joist-system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]}}`
+// Joist's own namespace ("system", the install namespace set by config/default's replacements; the
+// Defaulter also skips ExcludeNamespace) and anything labelled policy.joist.dev/guardrails=disabled.
+// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.policy.joist.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]}}`
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Defaulter applies podDefaults and nodePoolBindings.
 type Defaulter struct {
 	Reader client.Reader
+	// ExcludeNamespace is Joist's install namespace: its pods are never defaulted.
+	ExcludeNamespace string
 }
 
 // Setup registers the webhook with the manager's webhook server.
@@ -43,6 +46,9 @@ func (d *Defaulter) Default(ctx context.Context, pod *corev1.Pod) error {
 	ns := pod.Namespace
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Namespace != "" {
 		ns = req.Namespace
+	}
+	if d.ExcludeNamespace != "" && ns == d.ExcludeNamespace {
+		return nil
 	}
 	p, nsLabels, err := load(ctx, d.Reader, ns)
 	if err != nil {

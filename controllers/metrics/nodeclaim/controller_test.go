@@ -1,0 +1,31 @@
+package nodeclaim
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+func TestDisruptionReason(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		conditions []metav1.Condition
+		want       string
+	}{
+		{"deleted by a user", nil, ""},
+		{"empty", []metav1.Condition{{Type: v1.ConditionTypeEmpty, Status: metav1.ConditionTrue}}, "Empty"},
+		{"empty cleared", []metav1.Condition{{Type: v1.ConditionTypeEmpty, Status: metav1.ConditionFalse}}, ""},
+		{"drifted beats empty", []metav1.Condition{{Type: v1.ConditionTypeEmpty, Status: metav1.ConditionTrue}, {Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue}}, "Drifted"},
+		{"consolidatable", []metav1.Condition{{Type: v1.ConditionTypeConsolidatable, Status: metav1.ConditionTrue}}, "Underutilized"},
+		{"disrupting names the reason", []metav1.Condition{{Type: v1.ConditionTypeDisrupting, Status: metav1.ConditionTrue, Reason: "Expired"}, {Type: v1.ConditionTypeEmpty, Status: metav1.ConditionTrue}}, "Expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &v1.NodeClaim{Status: v1.NodeClaimStatus{Conditions: tc.conditions}}
+			if got := DisruptionReason(nc); got != tc.want {
+				t.Errorf("DisruptionReason = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,160 @@
+// Package nodepool keeps the per-pool series: karpenter_nodepools_limit, karpenter_nodepools_usage,
+// karpenter_nodepools_nodes (read from the status the nodepool controller writes) and
+// joist_nodepool_cost_per_hour (the offering prices of the pool's live NodeClaims). A deleted pool's
+// series are deleted, and so are those of a resource that left the pool's limits or usage.
+package nodepool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/controllers/metrics/node"
+)
+
+var (
+	// Limit is karpenter_nodepools_limit.
+	Limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_nodepools_limit",
+		Help: "The nodepool's spec.limits, by resource type.",
+	}, []string{"nodepool", "resource_type"})
+	// Usage is karpenter_nodepools_usage.
+	Usage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_nodepools_usage",
+		Help: "Capacity of the nodepool's nodes (status.resources), by resource type.",
+	}, []string{"nodepool", "resource_type"})
+	// Nodes is karpenter_nodepools_nodes.
+	Nodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "karpenter_nodepools_nodes",
+		Help: "Number of live nodeclaims of the nodepool (status.nodes).",
+	}, []string{"nodepool"})
+	// CostPerHour is joist_nodepool_cost_per_hour.
+	CostPerHour = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "joist_nodepool_cost_per_hour",
+		Help: "Sum of the hourly offering prices of the nodepool's live NodeClaims, in the catalog's currency (USD for the built-in catalogs).",
+	}, []string{"nodepool"})
+)
+
+func init() { crmetrics.Registry.MustRegister(Limit, Usage, Nodes, CostPerHour) }
+
+// Controller maintains one pool's series per reconcile.
+type Controller struct {
+	kube          client.Client
+	instanceTypes node.InstanceTypesFunc
+
+	mu      sync.Mutex
+	written map[string]map[*prometheus.GaugeVec][]string // pool → resource types last written per vector
+}
+
+// New returns the NodePool metrics loop; instanceTypes prices the claims (nil: no joist_nodepool_cost_per_hour).
+func New(kube client.Client, instanceTypes node.InstanceTypesFunc) *Controller {
+	return &Controller{kube: kube, instanceTypes: instanceTypes, written: map[string]map[*prometheus.GaugeVec][]string{}}
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools;nodeclaims,verbs=get;list;watch
+
+// Reconcile writes the pool's series and deletes those it no longer has.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &v1.NodePool{}
+	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.mu.Lock()
+			delete(c.written, req.Name)
+			c.mu.Unlock()
+			deletePool(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("getting nodepool %s: %w", req.Name, err)
+	}
+	c.setResources(Limit, np.Name, corev1.ResourceList(np.Spec.Limits))
+	c.setResources(Usage, np.Name, np.Status.Resources)
+	if np.Status.Nodes != nil {
+		Nodes.WithLabelValues(np.Name).Set(float64(*np.Status.Nodes))
+	}
+	if c.instanceTypes == nil {
+		return reconcile.Result{}, nil
+	}
+	cost, err := c.cost(ctx, np)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	CostPerHour.WithLabelValues(np.Name).Set(cost)
+	return reconcile.Result{}, nil
+}
+
+// cost sums the offering prices of the pool's launched, not deleting claims.
+func (c *Controller) cost(ctx context.Context, np *v1.NodePool) (float64, error) {
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+		return 0, fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
+	}
+	its, err := c.instanceTypes(ctx, np)
+	if err != nil {
+		return 0, fmt.Errorf("pricing nodepool %s: %w", np.Name, err)
+	}
+	var sum float64
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if p, ok := catalog.OfferingPrice(its, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey]); ok {
+			sum += p
+		}
+	}
+	return sum, nil
+}
+
+// setResources writes one series per resource and deletes the pool's series of resources it dropped.
+func (c *Controller) setResources(vec *prometheus.GaugeVec, pool string, rl corev1.ResourceList) {
+	names := make([]string, 0, len(rl))
+	for name, q := range rl {
+		vec.WithLabelValues(pool, string(name)).Set(q.AsApproximateFloat64())
+		names = append(names, string(name))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.written[pool] == nil {
+		c.written[pool] = map[*prometheus.GaugeVec][]string{}
+	}
+	for _, old := range c.written[pool][vec] {
+		if _, ok := rl[corev1.ResourceName(old)]; !ok {
+			vec.DeleteLabelValues(pool, old)
+		}
+	}
+	c.written[pool][vec] = names
+}
+
+func deletePool(name string) {
+	match := prometheus.Labels{"nodepool": name}
+	Limit.DeletePartialMatch(match)
+	Usage.DeletePartialMatch(match)
+	Nodes.DeletePartialMatch(match)
+	CostPerHour.DeletePartialMatch(match)
+}
+
+// Register sets the loop up with the manager: pool changes and its claims' changes.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("metrics.nodepool").
+		For(&v1.NodePool{}).
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if pool := o.GetLabels()[v1.NodePoolLabelKey]; pool != "" {
+				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+			}
+			return nil
+		})).
+		Complete(c)
+}
