@@ -37,7 +37,7 @@ func (s *solver) lowerBound() float64 {
 	for r, v := range demand {
 		global += float64(v) * w[r]
 	}
-	return math.Max(global, s.classBound(w))
+	return math.Max(math.Max(global, s.classBound(w)), s.assignmentBound(w))
 }
 
 // pendingPrices sets s.w from the LP over every pending pod's demand, before placement.
