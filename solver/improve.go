@@ -36,6 +36,13 @@ func (s *solver) improve() {
 		}
 		return true
 	}
+	// Nodes holding the same pods under the same requirements split alike (the repack repeats
+	// node patterns by the hundred): remember the contents no split improved.
+	rank := make(map[*class]int, len(s.classes))
+	for i, c := range s.classes {
+		rank[c] = i
+	}
+	unsplittable := map[string]bool{}
 	for i := 0; i < len(s.open); i++ {
 		n := s.open[i]
 		if len(n.pods) < 2 {
@@ -45,12 +52,41 @@ func (s *solver) improve() {
 		for _, c := range n.cls {
 			ok = ok && splittable(c)
 		}
-		if ok {
-			s.splitFree(n)
+		if !ok {
+			continue
 		}
-		for ok && s.split(n) {
+		key := contentKey(n, rank)
+		if unsplittable[key] {
+			continue
+		}
+		split := s.splitFree(n)
+		for s.split(n) {
+			split = true
+		}
+		if !split {
+			unsplittable[key] = true
 		}
 	}
+}
+
+// contentKey identifies a node's pods (as class counts), pool, zone and masks.
+func contentKey(n *node, rank map[*class]int) string {
+	counts := map[int]int{}
+	var ids []int
+	for _, c := range n.cls {
+		r := rank[c]
+		if counts[r] == 0 {
+			ids = append(ids, r)
+		}
+		counts[r]++
+	}
+	sort.Ints(ids)
+	b := make([]byte, 0, 16+8*len(ids))
+	b = fmt.Appendf(b, "%d/%d/%x/%x", n.pool.idx, n.zone, n.zoneMask, n.ctMask)
+	for _, id := range ids {
+		b = fmt.Appendf(b, ",%d:%d", id, counts[id])
+	}
+	return string(b)
 }
 
 // zoneFree reports whether a class may land in any zone without affecting any zone count.

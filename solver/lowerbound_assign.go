@@ -52,19 +52,11 @@ func (s *solver) assignmentBound(w []float64) float64 {
 	if len(groups) == 0 {
 		return 0
 	}
-	var rows []int
-	for r := 0; r < s.d.n(); r++ {
-		for _, g := range groups {
-			if g.d[r] > 0 {
-				rows = append(rows, r)
-				break
-			}
-		}
-	}
+	rows := demandRows(groups, s.d.n())
 	colIdx := map[[3]int]int{}
 	var cols []*asgCol
 	for _, g := range groups {
-		s.eachUsable(g, func(p *pool, t *itype, zm, cm uint64) {
+		s.eachUsable(g, nil, func(p *pool, t *itype, zm, cm uint64) {
 			pr, oi := t.price(zm, cm)
 			if oi < 0 {
 				return
@@ -79,25 +71,14 @@ func (s *solver) assignmentBound(w []float64) float64 {
 	if len(cols) == 0 {
 		return 0
 	}
-	// Which groups may use each column (not only the groups it is cheapest for).
-	for gi, g := range groups {
-		s.eachUsable(g, func(p *pool, t *itype, zm, cm uint64) {
-			for oi, o := range t.offers {
-				if zm&(1<<uint(o.zone)) == 0 || cm&(1<<uint(o.ct)) == 0 {
-					continue
-				}
-				if ci, ok := colIdx[[3]int{p.idx, t.idx, oi}]; ok {
-					cols[ci].usable.set(gi)
-				}
-			}
-		})
-	}
+	markUsable(s, groups, cols, colIdx, nil)
 	kept := pruneDominated(cols, rows)
 	lpCols := shortlist(groups, cols, kept, rows)
 	if len(lpCols) > 400 {
 		return 0
 	}
-	groupDuals := s.solveAssignment(groups, cols, lpCols, rows)
+	sol := s.solveAssignment(groups, cols, lpCols, rows)
+	groupDuals := sol.pi[:len(groups)]
 	// Columns left out copy their dominator's prices, or else take the LP column's prices that
 	// keep them most nearly dual-feasible.
 	for _, c := range cols {
@@ -158,9 +139,12 @@ func fmtKeyInt(v resVec) string {
 }
 
 // eachUsable calls fn for every (pool, type) a pod of g may use and fits on, with the zone and
-// capacity-type masks the pod allows there.
-func (s *solver) eachUsable(g *asgGroup, fn func(p *pool, t *itype, zm, cm uint64)) {
+// capacity-type masks the pod allows there (in pool only, unless nil).
+func (s *solver) eachUsable(g *asgGroup, only *pool, fn func(p *pool, t *itype, zm, cm uint64)) {
 	for _, p := range s.pools {
+		if only != nil && p != only {
+			continue
+		}
 		if _, bad := untolerated(g.c.tols, p.taints); bad {
 			continue
 		}
@@ -297,10 +281,18 @@ func dominates(a, b *asgCol, rows []int) bool {
 	return true
 }
 
-// solveAssignment solves the LP over the kept columns, stores each kept column's resource
-// prices (per milli-unit, before the feasibility scaling) and returns the groups' duals (the
-// LP's price of one more pod of each group).
-func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) []float64 {
+// asgSolution is the assignment LP's answer: duals (the first len(groups) are each group's
+// price of one more pod), and the primal: nodes bought per kept column and pods of each group
+// on each.
+type asgSolution struct {
+	pi    []float64
+	nodes []float64         // per kept column
+	pods  []map[int]float64 // per kept column: group → pods
+}
+
+// solveAssignment solves the LP over the kept columns and stores each kept column's resource
+// prices (per milli-unit, before the feasibility scaling).
+func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) asgSolution {
 	G, R := len(groups), len(rows)
 	m := G + len(kept)*R
 	scale := make([]float64, R)
@@ -319,6 +311,8 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 	b := make([]float64, m)
 	var lp []sparseCol
 	basis := make([]int, m)
+	type ref struct{ k, g int } // kept column, group (-1 for its node count)
+	refs := map[int]ref{}
 	for gi, g := range groups {
 		b[gi] = g.n
 		basis[gi] = len(lp)
@@ -337,6 +331,7 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 				x.vals = append(x.vals, -a/scale[ri])
 			}
 		}
+		refs[len(lp)] = ref{ki, -1}
 		lp = append(lp, x)
 		for gi, g := range groups {
 			if !c.usable.has(gi) {
@@ -349,10 +344,26 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 					y.vals = append(y.vals, float64(g.d[r])/scale[ri])
 				}
 			}
+			refs[len(lp)] = ref{ki, gi}
 			lp = append(lp, y)
 		}
 	}
-	pi, _ := revisedSimplex(m, b, lp, basis, 20*m+200)
+	pi, x, _ := revisedSimplex(m, b, lp, basis, 20*m+200)
+	sol := asgSolution{pi: pi, nodes: make([]float64, len(kept)), pods: make([]map[int]float64, len(kept))}
+	for j, v := range x {
+		rf, ok := refs[j]
+		if !ok || v <= 0 {
+			continue
+		}
+		if rf.g < 0 {
+			sol.nodes[rf.k] = v
+			continue
+		}
+		if sol.pods[rf.k] == nil {
+			sol.pods[rf.k] = map[int]float64{}
+		}
+		sol.pods[rf.k][rf.g] = v
+	}
 	for ki, ci := range kept {
 		v := make([]float64, s.d.n())
 		for ri, r := range rows {
@@ -360,7 +371,7 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 		}
 		cols[ci].v = v
 	}
-	return pi[:G]
+	return sol
 }
 
 // evalAssignment is Σ_g n_g · min over every offering g may use of d_g·v, with each offering's
@@ -384,7 +395,7 @@ func (s *solver) evalAssignment(groups []*asgGroup, cols []*asgCol, colIdx map[[
 	total := 0.0
 	for _, g := range groups {
 		best := math.Inf(1)
-		s.eachUsable(g, func(p *pool, t *itype, zm, cm uint64) {
+		s.eachUsable(g, nil, func(p *pool, t *itype, zm, cm uint64) {
 			for oi, o := range t.offers {
 				if zm&(1<<uint(o.zone)) == 0 || cm&(1<<uint(o.ct)) == 0 {
 					continue

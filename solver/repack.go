@@ -95,14 +95,16 @@ func (s *solver) planCost() float64 {
 // chosen to balance each node's resources (fitScore, a vector bin-packing heuristic).
 // The result is kept only if the plan got cheaper. It runs for a single NodePool without limits
 // or minValues, where any free pod may go on any node whose requirements admit it.
-func (s *solver) repack(topUp bool) {
-	if len(s.pools) != 1 {
-		return
+func (s *solver) repack(topUp, useLP bool) {
+	for _, p := range s.pools {
+		if !p.limited && len(p.minValues) == 0 {
+			s.repackPool(p, topUp, useLP)
+		}
 	}
-	p := s.pools[0]
-	if p.limited || len(p.minValues) > 0 {
-		return
-	}
+}
+
+// repackPool is repack for the nodes of one pool: pods stay in the pool they were placed in.
+func (s *solver) repackPool(p *pool, topUp, useLP bool) {
 	kind := map[*class]int{}
 	some := false
 	for _, c := range s.classes {
@@ -124,6 +126,9 @@ func (s *solver) repack(topUp bool) {
 	items := map[ikey]*item{}
 	var order []*item
 	for _, n := range s.open {
+		if n.pool != p {
+			continue
+		}
 		if n.maxAlloc == nil { // made by a split
 			s.refreshAlloc(n)
 		}
@@ -185,9 +190,12 @@ func (s *solver) repack(topUp bool) {
 		}
 	}
 	for _, n := range s.open {
-		if len(n.pods) > 0 && n.cheap >= 0 {
+		if n.pool == p && len(n.pods) > 0 && n.cheap >= 0 {
 			s.fillRoom(n, order)
 		}
+	}
+	if useLP {
+		s.lpPack(p, order)
 	}
 	// Zone-locked pods get nodes in their zone first, then pods that cannot use the type worth
 	// most per dollar (another architecture, say), then the rest; the room each new node leaves
@@ -227,14 +235,25 @@ func (s *solver) repack(topUp bool) {
 			first, second = restricted, its
 		}
 		for {
-			n := s.packNew(p, first, len(restricted), zone, bestRate)
+			items := first
+			n, f := s.packNew(p, first, len(restricted), zone, bestRate)
 			if n == nil {
-				n = s.packNew(p, second, len(its), zone, bestRate)
+				items = second
+				n, f = s.packNew(p, second, len(its), zone, bestRate)
 			}
 			if n == nil {
 				return
 			}
 			s.fillRoom(n, all)
+			// The same choice would be made again while every item it took has as many pods
+			// left: repeat the node (the pattern) instead of re-simulating every type.
+			for repeatable(f, items) {
+				n = s.commitFill(p, f, items, zone)
+				if n == nil {
+					break
+				}
+				s.fillRoom(n, all)
+			}
 		}
 	}
 	for z, its := range zoned {
@@ -390,7 +409,7 @@ type freeFill struct {
 // the resource prices) is lowest, where the top-up pods are credited with the least they would
 // cost elsewhere (their value at bestRate, the best value per dollar of any type). nil if no
 // primary pod was placed.
-func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate float64) *node {
+func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate float64) (*node, *freeFill) {
 	var best *freeFill
 	bestCost := 0.0
 	value := func(v resVec) float64 {
@@ -404,7 +423,27 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 	for i, it := range items {
 		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
 	}
+	// Types by their best conceivable cost (price per value of a full node): without top-up
+	// credit no fill of a type costs less per value than that, so the scan stops there.
+	zm := p.zoneMask
+	if zone >= 0 {
+		zm &= 1 << uint(zone)
+	}
+	order := make([]int, 0, len(p.types))
+	floor := make([]float64, len(p.types))
 	for ti, t := range p.types {
+		pr, _ := t.price(zm, p.ctMask)
+		if v := value(t.alloc); pr > 0 && v > 0 {
+			floor[ti] = pr / v
+			order = append(order, ti)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return floor[order[a]] < floor[order[b]] })
+	for _, ti := range order {
+		t := p.types[ti]
+		if best != nil && floor[ti] >= bestCost {
+			break
+		}
 		f := s.simulateFill(p, ti, items, compat, primary, zone)
 		if f == nil {
 			continue
@@ -428,10 +467,25 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		}
 	}
 	if best == nil {
-		return nil
+		return nil, nil
 	}
+	return s.commitFill(p, best, items, zone), best
+}
+
+// repeatable reports whether every item of a fill still has the pods the fill took.
+func repeatable(f *freeFill, items []*item) bool {
+	for i, it := range items {
+		if f.counts[i] > it.left() {
+			return false
+		}
+	}
+	return true
+}
+
+// commitFill opens a node holding a simulated fill of items (nil if no type holds it).
+func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *node {
 	n := &node{id: len(s.nodes), name: "new-" + itoa(len(s.open)), pool: p, zone: zone,
-		used: best.used, reqs: best.reqs, zoneMask: best.zm, ctMask: best.cm}
+		used: best.used.clone(), reqs: best.reqs, zoneMask: best.zm, ctMask: best.cm}
 	if zone < 0 && bits.OnesCount64(best.zm) == 1 {
 		n.zone = bits.TrailingZeros64(best.zm)
 	}

@@ -13,12 +13,12 @@ type sparseCol struct {
 // for row i is basis[i] (that column must be the unit vector e_i, and b ≥ 0, so the start is
 // feasible). It keeps the basis inverse explicitly (m×m, product-form updates) and prices the
 // sparse columns with Dantzig's rule, switching to Bland's rule after a run of degenerate pivots so
-// it cannot cycle. It returns the duals π = c_B·B⁻¹ of the last basis (optimal unless maxIter was
-// hit) — the assignment bound only uses them as a starting point and checks their feasibility
+// it cannot cycle. It returns the duals π = c_B·B⁻¹ and the primal x of the last basis (optimal
+// unless maxIter was hit) — the assignment bound only uses them as a starting point and checks their feasibility
 // itself, so numerical error never makes the bound invalid. gonum's lp.Simplex solves dense
 // problems and re-solves the basis at each pivot, which is too slow for the few hundred rows and
 // thousands of sparse columns of the assignment LP; its answers cross-check this one in tests.
-func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter int) (pi []float64, optimal bool) {
+func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter int) (pi, x []float64, optimal bool) {
 	const eps = 1e-9
 	binv := make([]float64, m*m)
 	for i := 0; i < m; i++ {
@@ -63,7 +63,7 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 			if iter%64 != 0 {
 				recomputeDuals(pi, binv, basis, cols, m)
 			}
-			return pi, true
+			return pi, primal(xb, basis, len(cols)), true
 		}
 		// α = B⁻¹ a_enter.
 		for i := range alpha {
@@ -86,7 +86,7 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 			}
 		}
 		if leave < 0 {
-			return pi, false // unbounded; cannot happen for the covering programs built here
+			return pi, primal(xb, basis, len(cols)), false // unbounded; cannot happen for the covering programs built here
 		}
 		if ratio < eps {
 			degenerate++
@@ -126,7 +126,15 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 		isBasic[enter] = true
 		basis[leave] = enter
 	}
-	return pi, false
+	return pi, primal(xb, basis, len(cols)), false
+}
+
+func primal(xb []float64, basis []int, n int) []float64 {
+	x := make([]float64, n)
+	for i, j := range basis {
+		x[j] = math.Max(0, xb[i])
+	}
+	return x
 }
 
 // recomputeDuals sets π = c_B·B⁻¹ afresh (the per-pivot updates drift numerically).

@@ -55,7 +55,7 @@ func TestRevisedSimplexMatchesGonum(t *testing.T) {
 				cols = append(cols, y)
 			}
 		}
-		pi, ok := revisedSimplex(m, b, cols, append([]int(nil), basis...), 10000)
+		pi, _, ok := revisedSimplex(m, b, cols, append([]int(nil), basis...), 10000)
 		if !ok {
 			t.Fatalf("trial %d: not optimal", trial)
 		}

@@ -16,7 +16,9 @@ func Solve(in Input) Result {
 	s.pendingPrices()
 	s.place()
 	s.improve()
-	s.repack(false)
-	s.repack(true)
+	s.repack(false, false)
+	s.repack(true, false)
+	s.repack(false, true)
+	s.repack(true, true)
 	return s.result()
 }
