@@ -92,7 +92,7 @@ func (s *solver) assignmentBound(w []float64) float64 {
 	}
 	for _, c := range cols {
 		if c.v == nil {
-			c.v = borrowPrices(c, groups, groupDuals, cols, lpCols)
+			c.v = borrowPrices(c, groups, groupDuals, cols, lpCols, rows)
 		}
 	}
 	return s.evalAssignment(groups, cols, colIdx, w)
@@ -201,20 +201,31 @@ func shortlist(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) []int
 	return out
 }
 
-// borrowPrices gives a column outside the LP the prices of the LP column (of the same pool,
-// scaled into the column's feasibility) under which the groups that may use it lose least
-// against their LP duals.
-func borrowPrices(c *asgCol, groups []*asgGroup, duals []float64, cols []*asgCol, lpCols []int) []float64 {
+// borrowPrices gives a column outside the LP the prices — of an LP column of the same pool, or
+// a vertex of its own feasible prices, scaled into its feasibility — under which the groups that
+// may use it lose least against their LP duals.
+func borrowPrices(c *asgCol, groups []*asgGroup, duals []float64, cols []*asgCol, lpCols []int, rows []int) []float64 {
 	var best []float64
 	bestScore := math.Inf(-1)
+	// Candidates: the LP columns' prices, and the vertices of c's own feasible prices (its whole
+	// price on one resource).
+	cands := make([][]float64, 0, len(lpCols)+len(rows))
 	for _, j := range lpCols {
-		o := cols[j]
-		if o.p != c.p || o.v == nil {
-			continue
+		if o := cols[j]; o.p == c.p && o.v != nil {
+			cands = append(cands, o.v)
 		}
+	}
+	for _, r := range rows {
+		if a := c.t.alloc[r]; a > 0 {
+			v := make([]float64, len(c.t.alloc))
+			v[r] = c.price / float64(a)
+			cands = append(cands, v)
+		}
+	}
+	for _, ov := range cands {
 		capv := 0.0
 		for r, q := range c.t.alloc {
-			capv += float64(max(q, 0)) * o.v[r]
+			capv += float64(max(q, 0)) * ov[r]
 		}
 		f := 1.0
 		if capv > c.price {
@@ -227,12 +238,12 @@ func borrowPrices(c *asgCol, groups []*asgGroup, duals []float64, cols []*asgCol
 			}
 			val := 0.0
 			for r, q := range g.d {
-				val += float64(q) * o.v[r]
+				val += float64(q) * ov[r]
 			}
 			score = math.Min(score, f*val/duals[gi])
 		}
 		if score > bestScore {
-			best, bestScore = o.v, score
+			best, bestScore = ov, score
 		}
 	}
 	return best
@@ -294,7 +305,20 @@ type asgSolution struct {
 // prices (per milli-unit, before the feasibility scaling).
 func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) asgSolution {
 	G, R := len(groups), len(rows)
-	m := G + len(kept)*R
+	// Capacity rows that can never bind are left out (their dual is 0).
+	rowOf := make([][]int, len(kept))
+	m := G
+	for ki, ci := range kept {
+		rowOf[ki] = make([]int, R)
+		dropped := make([]bool, R)
+		for ri := range rows {
+			rowOf[ki][ri] = -1
+			if dropped[ri] = redundantRow(cols[ci], groups, rows, ri, dropped); !dropped[ri] {
+				rowOf[ki][ri] = m
+				m++
+			}
+		}
+	}
 	scale := make([]float64, R)
 	maxPrice := 0.0
 	for _, ci := range kept {
@@ -323,7 +347,10 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 		c := cols[ci]
 		x := sparseCol{cost: c.price}
 		for ri, r := range rows {
-			row := G + ki*R + ri
+			row := rowOf[ki][ri]
+			if row < 0 {
+				continue
+			}
 			basis[row] = len(lp)
 			lp = append(lp, sparseCol{rows: []int32{int32(row)}, vals: []float64{1}}) // slack
 			if a := float64(c.t.alloc[r]); a > 0 {
@@ -339,8 +366,8 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 			}
 			y := sparseCol{rows: []int32{int32(gi)}, vals: []float64{1}}
 			for ri, r := range rows {
-				if g.d[r] > 0 {
-					y.rows = append(y.rows, int32(G+ki*R+ri))
+				if g.d[r] > 0 && rowOf[ki][ri] >= 0 {
+					y.rows = append(y.rows, int32(rowOf[ki][ri]))
 					y.vals = append(y.vals, float64(g.d[r])/scale[ri])
 				}
 			}
@@ -367,11 +394,37 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 	for ki, ci := range kept {
 		v := make([]float64, s.d.n())
 		for ri, r := range rows {
-			v[r] = math.Max(0, -pi[G+ki*R+ri]) / scale[ri]
+			if row := rowOf[ki][ri]; row >= 0 {
+				v[r] = math.Max(0, -pi[row]) / scale[ri]
+			}
 		}
 		cols[ci].v = v
 	}
 	return sol
+}
+
+// redundantRow reports whether column c's capacity row for rows[ri] is implied by another of
+// its rows not already dropped: no group that may use c needs a larger share of c's
+// allocatable in that resource than in the other (all pods-per-node rows of large types,
+// typically), or no such group requests it at all.
+func redundantRow(c *asgCol, groups []*asgGroup, rows []int, ri int, dropped []bool) bool {
+	r := rows[ri]
+	for ro, r2 := range rows {
+		if ro == ri || dropped[ro] || c.t.alloc[r2] <= 0 {
+			continue
+		}
+		ok := true
+		for gi, g := range groups {
+			if c.usable.has(gi) && float64(g.d[r])*float64(c.t.alloc[r2]) > float64(g.d[r2])*float64(c.t.alloc[r]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // evalAssignment is Σ_g n_g · min over every offering g may use of d_g·v, with each offering's

@@ -20,5 +20,6 @@ func Solve(in Input) Result {
 	s.repack(true, false)
 	s.repack(false, true)
 	s.repack(true, true)
+	s.drain()
 	return s.result()
 }
