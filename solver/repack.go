@@ -95,16 +95,18 @@ func (s *solver) planCost() float64 {
 // chosen to balance each node's resources (fitScore, a vector bin-packing heuristic).
 // The result is kept only if the plan got cheaper. It runs for a single NodePool without limits
 // or minValues, where any free pod may go on any node whose requirements admit it.
-func (s *solver) repack(topUp, useLP bool) {
+// With lp non-nil the new nodes start from the rounded assignment LP (lpPack); lp caches its
+// solutions across passes.
+func (s *solver) repack(topUp bool, lp *lpCache) {
 	for _, p := range s.pools {
 		if !p.limited && len(p.minValues) == 0 {
-			s.repackPool(p, topUp, useLP)
+			s.repackPool(p, topUp, lp)
 		}
 	}
 }
 
 // repackPool is repack for the nodes of one pool: pods stay in the pool they were placed in.
-func (s *solver) repackPool(p *pool, topUp, useLP bool) {
+func (s *solver) repackPool(p *pool, topUp bool, lp *lpCache) {
 	kind := map[*class]int{}
 	some := false
 	for _, c := range s.classes {
@@ -194,8 +196,8 @@ func (s *solver) repackPool(p *pool, topUp, useLP bool) {
 			s.fillRoom(n, order)
 		}
 	}
-	if useLP {
-		s.lpPack(p, order)
+	if lp != nil {
+		s.lpPack(p, order, lp)
 	}
 	// Zone-locked pods get nodes in their zone first, then pods that cannot use the type worth
 	// most per dollar (another architecture, say), then the rest; the room each new node leaves

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"fmt"
 	"math"
 	"sort"
 )
@@ -18,7 +19,7 @@ const lpFullShare = 0.9
 // Placing classes largest first, or even choosing each new node's type by value per dollar,
 // puts pods on nodes of a general family that the LP sends to compute and memory families;
 // this follows the LP's family choice instead.
-func (s *solver) lpPack(p *pool, order []*item) {
+func (s *solver) lpPack(p *pool, order []*item, cache *lpCache) {
 	var items []*item
 	var groups []*asgGroup
 	for _, it := range order {
@@ -31,29 +32,19 @@ func (s *solver) lpPack(p *pool, order []*item) {
 	if len(groups) == 0 {
 		return
 	}
-	rows := demandRows(groups, s.d.n())
-	colIdx := map[[3]int]int{}
-	var cols []*asgCol
-	for _, g := range groups {
-		s.eachUsable(g, p, func(p *pool, t *itype, zm, cm uint64) {
-			pr, oi := t.price(zm, cm)
-			if oi < 0 {
-				return
-			}
-			key := [3]int{p.idx, t.idx, oi}
-			if _, ok := colIdx[key]; !ok {
-				colIdx[key] = len(cols)
-				cols = append(cols, &asgCol{p: p, t: t, offer: oi, price: pr, usable: newBitset(len(groups)), dom: -1})
-			}
-		})
+	sig := groupsKey(p, groups, s.classes)
+	lp := cache.solutions[sig]
+	if lp == nil {
+		lp = s.solveLPPack(p, groups)
+		if cache.solutions == nil {
+			cache.solutions = map[string]*lpPlan{}
+		}
+		cache.solutions[sig] = lp
 	}
-	markUsable(s, groups, cols, colIdx, p)
-	kept := pruneDominated(cols, rows)
-	lpCols := shortlist(groups, cols, kept, rows)
-	if len(lpCols) == 0 || len(lpCols) > 400 {
+	if lp.cols == nil {
 		return
 	}
-	sol := s.solveAssignment(groups, cols, lpCols, rows)
+	cols, lpCols, sol, rows := lp.cols, lp.lpCols, lp.sol, lp.rows
 	ord := make([]int, len(lpCols))
 	for i := range ord {
 		ord[i] = i
@@ -100,6 +91,59 @@ func (s *solver) lpPack(p *pool, order []*item) {
 			}
 		}
 	}
+}
+
+// lpCache keeps lpPack's LP solutions across repack passes (the pods they move are the same).
+type lpCache struct {
+	solutions map[string]*lpPlan
+}
+
+// lpPlan is a solved assignment LP over the groups lpPack moves (cols nil when there was none).
+type lpPlan struct {
+	cols   []*asgCol
+	lpCols []int
+	sol    asgSolution
+	rows   []int
+}
+
+// groupsKey identifies lpPack's groups: pool, and per group its class, zone and pod count.
+func groupsKey(p *pool, groups []*asgGroup, classes []*class) string {
+	rank := make(map[*class]int, len(classes))
+	for i, c := range classes {
+		rank[c] = i
+	}
+	b := fmt.Appendf(nil, "%d", p.idx)
+	for _, g := range groups {
+		b = fmt.Appendf(b, ";%d@%d×%g", rank[g.c], g.zone, g.n)
+	}
+	return string(b)
+}
+
+// solveLPPack builds and solves the assignment LP over groups, within pool p.
+func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
+	rows := demandRows(groups, s.d.n())
+	colIdx := map[[3]int]int{}
+	var cols []*asgCol
+	for _, g := range groups {
+		s.eachUsable(g, p, func(p *pool, t *itype, zm, cm uint64) {
+			pr, oi := t.price(zm, cm)
+			if oi < 0 {
+				return
+			}
+			key := [3]int{p.idx, t.idx, oi}
+			if _, ok := colIdx[key]; !ok {
+				colIdx[key] = len(cols)
+				cols = append(cols, &asgCol{p: p, t: t, offer: oi, price: pr, usable: newBitset(len(groups)), dom: -1})
+			}
+		})
+	}
+	markUsable(s, groups, cols, colIdx, p)
+	kept := pruneDominated(cols, rows)
+	lpCols := shortlist(groups, cols, kept, rows)
+	if len(lpCols) == 0 || len(lpCols) > 400 {
+		return &lpPlan{}
+	}
+	return &lpPlan{cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}
 }
 
 // fullEnough reports whether used fills alloc to lpFullShare on some requested resource.

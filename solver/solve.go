@@ -16,10 +16,11 @@ func Solve(in Input) Result {
 	s.pendingPrices()
 	s.place()
 	s.improve()
-	s.repack(false, false)
-	s.repack(true, false)
-	s.repack(false, true)
-	s.repack(true, true)
+	s.repack(false, nil)
+	s.repack(true, nil)
+	lp := &lpCache{}
+	s.repack(false, lp)
+	s.repack(true, lp)
 	s.drain()
 	return s.result()
 }
