@@ -11,8 +11,9 @@ import (
 // BenchmarkSolve is Joist's published solver benchmark (numbers in docs/benchmarks.md):
 // BenchmarkSolve/<shape>/<pods> for every benchdata shape and size (the realistic EC2-shaped ones
 // at benchdata.RealisticSizes). Run it with `make bench`.
-// Besides time it reports pods/s, the plan's node count, its $/h, $/h divided by the LP lower
-// bound, and how many pods stayed unschedulable.
+// Besides time it reports pods/s, the process CPU time per solve (steadier than wall time on a
+// shared machine, though it includes the garbage collector's background work), the plan's node
+// count, its $/h, $/h divided by the LP lower bound, and how many pods stayed unschedulable.
 func BenchmarkSolve(b *testing.B) {
 	type run struct {
 		shape benchdata.Shape

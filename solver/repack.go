@@ -95,18 +95,17 @@ func (s *solver) planCost() float64 {
 // chosen to balance each node's resources (fitScore, a vector bin-packing heuristic).
 // The result is kept only if the plan got cheaper. It runs for a single NodePool without limits
 // or minValues, where any free pod may go on any node whose requirements admit it.
-// With lp non-nil the new nodes start from the rounded assignment LP (lpPack); lp caches its
-// solutions across passes.
-func (s *solver) repack(topUp bool, lp *lpCache) {
+// With useLP the new nodes start from the rounded assignment LP (lpPack).
+func (s *solver) repack(topUp, useLP bool, memo *passMemo) {
 	for _, p := range s.pools {
 		if !p.limited && len(p.minValues) == 0 {
-			s.repackPool(p, topUp, lp)
+			s.repackPool(p, topUp, useLP, memo)
 		}
 	}
 }
 
 // repackPool is repack for the nodes of one pool: pods stay in the pool they were placed in.
-func (s *solver) repackPool(p *pool, topUp bool, lp *lpCache) {
+func (s *solver) repackPool(p *pool, topUp, useLP bool, memo *passMemo) {
 	kind := map[*class]int{}
 	some := false
 	for _, c := range s.classes {
@@ -196,8 +195,8 @@ func (s *solver) repackPool(p *pool, topUp bool, lp *lpCache) {
 			s.fillRoom(n, order)
 		}
 	}
-	if lp != nil {
-		s.lpPack(p, order, lp)
+	if useLP {
+		s.lpPack(p, order, memo)
 	}
 	// Zone-locked pods get nodes in their zone first, then pods that cannot use the type worth
 	// most per dollar (another architecture, say), then the rest; the room each new node leaves
@@ -269,7 +268,7 @@ func (s *solver) repackPool(p *pool, topUp bool, lp *lpCache) {
 		left += it.left()
 	}
 	if left == 0 {
-		s.improve()
+		s.improve(memo)
 	}
 	if left > 0 || s.planCost() >= before*(1-1e-9) {
 		for _, it := range order {

@@ -19,7 +19,7 @@ const lpFullShare = 0.9
 // Placing classes largest first, or even choosing each new node's type by value per dollar,
 // puts pods on nodes of a general family that the LP sends to compute and memory families;
 // this follows the LP's family choice instead.
-func (s *solver) lpPack(p *pool, order []*item, cache *lpCache) {
+func (s *solver) lpPack(p *pool, order []*item, memo *passMemo) {
 	var items []*item
 	var groups []*asgGroup
 	for _, it := range order {
@@ -32,14 +32,11 @@ func (s *solver) lpPack(p *pool, order []*item, cache *lpCache) {
 	if len(groups) == 0 {
 		return
 	}
-	sig := groupsKey(p, groups, s.classes)
-	lp := cache.solutions[sig]
+	sig := groupsKey(p, groups, memo.rank)
+	lp := memo.solutions[sig]
 	if lp == nil {
 		lp = s.solveLPPack(p, groups)
-		if cache.solutions == nil {
-			cache.solutions = map[string]*lpPlan{}
-		}
-		cache.solutions[sig] = lp
+		memo.solutions[sig] = lp
 	}
 	if lp.cols == nil {
 		return
@@ -93,9 +90,24 @@ func (s *solver) lpPack(p *pool, order []*item, cache *lpCache) {
 	}
 }
 
-// lpCache keeps lpPack's LP solutions across repack passes (the pods they move are the same).
-type lpCache struct {
-	solutions map[string]*lpPlan
+// passMemo keeps what the improvement passes compute again and again: lpPack's LP solutions
+// (the pods the LP-started repack passes move are the same), node contents no split improves
+// (repack repeats node patterns by the hundred; only for pools without limits, where a split
+// depends on nothing else), and the types each (pool, requirements, masks) admits.
+type passMemo struct {
+	solutions    map[string]*lpPlan
+	unsplittable map[string]bool
+	admitted     map[string]bitset
+	rank         map[*class]int
+}
+
+func newPassMemo(classes []*class) *passMemo {
+	m := &passMemo{solutions: map[string]*lpPlan{}, unsplittable: map[string]bool{}, admitted: map[string]bitset{},
+		rank: make(map[*class]int, len(classes))}
+	for i, c := range classes {
+		m.rank[c] = i
+	}
+	return m
 }
 
 // lpPlan is a solved assignment LP over the groups lpPack moves (cols nil when there was none).
@@ -107,11 +119,7 @@ type lpPlan struct {
 }
 
 // groupsKey identifies lpPack's groups: pool, and per group its class, zone and pod count.
-func groupsKey(p *pool, groups []*asgGroup, classes []*class) string {
-	rank := make(map[*class]int, len(classes))
-	for i, c := range classes {
-		rank[c] = i
-	}
+func groupsKey(p *pool, groups []*asgGroup, rank map[*class]int) string {
 	b := fmt.Appendf(nil, "%d", p.idx)
 	for _, g := range groups {
 		b = fmt.Appendf(b, ";%d@%d×%g", rank[g.c], g.zone, g.n)

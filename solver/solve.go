@@ -15,12 +15,12 @@ func Solve(in Input) Result {
 	s.orderClasses()
 	s.pendingPrices()
 	s.place()
-	s.improve()
-	s.repack(false, nil)
-	s.repack(true, nil)
-	lp := &lpCache{}
-	s.repack(false, lp)
-	s.repack(true, lp)
+	memo := newPassMemo(s.classes)
+	s.improve(memo)
+	s.repack(false, false, memo)
+	s.repack(true, false, memo)
+	s.repack(false, true, memo)
+	s.repack(true, true, memo)
 	s.drain()
 	return s.result()
 }
