@@ -36,11 +36,13 @@ func BenchmarkSolve(b *testing.B) {
 			in := benchdata.MustInput(shape, n)
 			b.ReportAllocs()
 			var res solver.Result
+			cpu0 := cpuSeconds()
 			for b.Loop() {
 				res = solver.Solve(in)
 			}
 			perOp := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(float64(n)/perOp, "pods/s")
+			b.ReportMetric(1000*(cpuSeconds()-cpu0)/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(len(res.NewNodeClaims)), "nodes")
 			b.ReportMetric(res.CostPerHour, "$/h")
 			if res.LowerBoundPerHour > 0 {
