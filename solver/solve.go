@@ -19,8 +19,10 @@ func Solve(in Input) Result {
 	s.improve(memo)
 	s.repack(false, false, memo)
 	s.repack(true, false, memo)
-	s.repack(false, true, memo)
-	s.repack(true, true, memo)
+	if cheap, _ := s.resourceBound(); s.planCost() > lpWorthIt*cheap {
+		s.repack(false, true, memo)
+		s.repack(true, true, memo)
+	}
 	s.drain()
 	return s.result()
 }
