@@ -16,24 +16,32 @@ type roomState struct {
 	reqs   reqSet
 	zm, cm uint64
 	cand   bitset
+	cheap  int
+	price  float64
 }
 
+// drainGrowTargets bounds the targets drain prices a growth on, per pod.
+const drainGrowTargets = 48
+
 // drain empties planned nodes whose movable pods all fit into the room other nodes of the pool
-// have left, without any of those nodes changing type: each emptied node's price is saved
-// outright, so the plan only gets cheaper. Rounding the LP and packing greedily both leave a
-// tail of small, part-empty nodes; this is the "merge two nodes into one" move, many at a time.
+// have left: in a first pass without the receiving nodes changing type, in a second also onto
+// nodes that grow to a larger type, as long as the growths together cost less than the emptied
+// node, so the plan only gets cheaper. Rounding the LP and packing greedily both leave a tail of small, part-empty
+// nodes; this is the "merge two nodes into one cheaper" move, many at a time.
 func (s *solver) drain() {
 	if s.minReq == nil {
 		return
 	}
-	for _, p := range s.pools {
-		if !p.limited && len(p.minValues) == 0 {
-			s.drainPool(p)
+	for _, grow := range []bool{false, true} {
+		for _, p := range s.pools {
+			if !p.limited && len(p.minValues) == 0 {
+				s.drainPool(p, grow)
+			}
 		}
 	}
 }
 
-func (s *solver) drainPool(p *pool) {
+func (s *solver) drainPool(p *pool, grow bool) {
 	kind := map[*class]int{}
 	for _, c := range s.classes {
 		kind[c] = s.movable(c, p)
@@ -61,7 +69,7 @@ func (s *solver) drainPool(p *pool) {
 				targets = append(targets, m)
 			}
 		}
-		plan, ok := s.drainPlan(n, targets, kind)
+		plan, ok := s.drainPlan(n, targets, kind, grow)
 		if !ok {
 			continue
 		}
@@ -78,47 +86,99 @@ func (s *solver) allMovable(n *node, kind map[*class]int) bool {
 	return true
 }
 
-// drainPlan finds, for every pod of n, a target with room under the target's cheapest type
-// and requirements that admit it (as tryRoom will check), or reports false.
-func (s *solver) drainPlan(n *node, targets []*node, kind map[*class]int) ([]*node, bool) {
+// drainPlan finds, for every pod of n, a target: one whose cheapest type still holds it under
+// requirements that admit it, or else the target whose growth to a larger admitted type costs
+// least; false if a pod finds none or the growths cost as much as n.
+func (s *solver) drainPlan(n *node, targets []*node, kind map[*class]int, grow bool) ([]*node, bool) {
 	p := n.pool
+	budget, _ := p.types[n.cheap].price(n.zoneMask, n.ctMask)
 	state := map[*node]*roomState{}
-	plan := make([]*node, len(n.pods))
-	for i, c := range n.cls {
+	get := func(m *node) *roomState {
+		if st := state[m]; st != nil {
+			return st
+		}
+		pr, _ := p.types[m.cheap].price(m.zoneMask, m.ctMask)
+		return &roomState{used: m.used, reqs: m.reqs, zm: m.zoneMask, cm: m.ctMask, cand: m.options, cheap: m.cheap, price: pr}
+	}
+	// admit narrows st by c's requirements (nil if they conflict or leave no zone).
+	admit := func(st *roomState, c *class) (reqSet, bitset, uint64, uint64, bool) {
 		a := s.effAt(c, 0).alts[0]
+		zm, cm := st.zm&a.zoneMask, st.cm&a.ctMask
+		if zm == 0 || cm == 0 {
+			return nil, nil, 0, 0, false
+		}
+		reqs, cand := st.reqs, st.cand
+		if len(a.reqs) > 0 {
+			if reqs = reqs.and(a.reqs); reqs.conflict() != "" {
+				return nil, nil, 0, 0, false
+			}
+			cand = cand.and(s.compat(p, a))
+		}
+		return reqs, cand, zm, cm, true
+	}
+	plan := make([]*node, len(n.pods))
+	extra := 0.0
+	for i, c := range n.cls {
+		zoneOK := func(m *node) bool { return kind[c] != zoneLocked || m.zone == n.zone }
 		for _, m := range targets {
-			if kind[c] == zoneLocked && m.zone != n.zone {
+			if !zoneOK(m) {
 				continue
 			}
-			st := state[m]
-			if st == nil {
-				st = &roomState{used: m.used, reqs: m.reqs, zm: m.zoneMask, cm: m.ctMask, cand: m.options}
-			}
-			t := p.types[m.cheap]
+			st := get(m)
+			t := p.types[st.cheap]
 			if !fitsIn(st.used, c.req, t.alloc) {
 				continue
 			}
-			zm, cm := st.zm&a.zoneMask, st.cm&a.ctMask
-			if zm == 0 || cm == 0 || t.zonesFor(zm, cm) == 0 {
-				continue
-			}
-			reqs, cand := st.reqs, st.cand
-			if len(a.reqs) > 0 {
-				if reqs = reqs.and(a.reqs); reqs.conflict() != "" {
-					continue
-				}
-				cand = cand.and(s.compat(p, a))
-			}
-			if !cand.has(m.cheap) {
+			reqs, cand, zm, cm, ok := admit(st, c)
+			if !ok || t.zonesFor(zm, cm) == 0 || !cand.has(st.cheap) {
 				continue
 			}
 			used := st.used.clone()
 			used.add(c.req)
-			state[m] = &roomState{used: used, reqs: reqs, zm: zm, cm: cm, cand: cand}
+			state[m] = &roomState{used: used, reqs: reqs, zm: zm, cm: cm, cand: cand, cheap: st.cheap, price: st.price}
 			plan[i] = m
 			break
 		}
-		if plan[i] == nil {
+		if plan[i] != nil {
+			continue
+		}
+		if !grow {
+			return nil, false
+		}
+		var best *roomState
+		bestExtra := 0.0
+		tried := 0
+		for _, m := range targets {
+			if tried >= drainGrowTargets {
+				break
+			}
+			if !zoneOK(m) {
+				continue
+			}
+			tried++
+			st := get(m)
+			reqs, cand, zm, cm, ok := admit(st, c)
+			if !ok {
+				continue
+			}
+			used := st.used.clone()
+			used.add(c.req)
+			opts := s.filter(cand, func(t *itype) bool { return t.zonesFor(zm, cm) != 0 && lessEq(used, t.alloc) }, p.types)
+			ci := cheapest(p, opts, zm, cm)
+			if ci < 0 {
+				continue
+			}
+			pr, _ := p.types[ci].price(zm, cm)
+			if d := pr - st.price; best == nil || d < bestExtra {
+				best, bestExtra = &roomState{used: used, reqs: reqs, zm: zm, cm: cm, cand: opts, cheap: ci, price: pr}, d
+				plan[i] = m
+			}
+		}
+		if best == nil {
+			return nil, false
+		}
+		state[plan[i]] = best
+		if extra += bestExtra; extra >= budget*(1-1e-9) {
 			return nil, false
 		}
 	}
@@ -137,7 +197,7 @@ func (s *solver) applyDrain(n *node, plan []*node) {
 			zone = n.zone
 		}
 		it := &item{c: c, zone: zone, pods: []*corev1.Pod{pod}}
-		if !s.tryRoom(it, plan[i]) {
+		if !s.tryGrow(it, plan[i]) {
 			keepPods, keepCls = append(keepPods, pod), append(keepCls, c)
 			continue
 		}
@@ -152,4 +212,29 @@ func (s *solver) applyDrain(n *node, plan []*node) {
 		n.ports = append(n.ports, c.ports...)
 	}
 	s.reshape(n)
+}
+
+// tryGrow puts one pod of it on n if n's requirements admit it, letting n move to the cheapest
+// admitted type that holds it (the same type when it still fits).
+func (s *solver) tryGrow(it *item, n *node) bool {
+	p, c := n.pool, it.c
+	a := s.effAt(c, 0).alts[0]
+	zm, cm := n.zoneMask&a.zoneMask, n.ctMask&a.ctMask
+	if zm == 0 || cm == 0 || n.cheap < 0 {
+		return false
+	}
+	reqs, cand := n.reqs, n.options
+	if len(a.reqs) > 0 {
+		if reqs = n.reqs.and(a.reqs); reqs.conflict() != "" {
+			return false
+		}
+		cand = cand.and(s.compat(p, a))
+	}
+	cand = s.filter(cand, func(t *itype) bool { return t.zonesFor(zm, cm) != 0 }, p.types)
+	ok := false
+	s.withItem(it, func() { ok, _, _ = s.commitNew(c, n, 1, cand, reqs, zm, cm, n.zone) })
+	if ok {
+		it.next++
+	}
+	return ok
 }
