@@ -53,6 +53,9 @@ type item struct {
 	zone int
 	pods []*corev1.Pod
 	next int
+	// dual is the assignment LP's price of one more pod of the item (0 when no LP was solved):
+	// what a pod is worth on a new node.
+	dual float64
 }
 
 func (it *item) left() int { return len(it.pods) - it.next }
@@ -430,6 +433,13 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 	if zone >= 0 {
 		zm &= 1 << uint(zone)
 	}
+	// After an LP-started repack the items carry the LP's duals: a fill is then worth what its
+	// pods are worth to the LP, which knows which family each pod is best on, rather than its
+	// resources at one price each.
+	useDuals := false
+	for _, it := range items {
+		useDuals = useDuals || (it.left() > 0 && it.dual > 0)
+	}
 	order := make([]int, 0, len(p.types))
 	floor := make([]float64, len(p.types))
 	for ti, t := range p.types {
@@ -442,7 +452,7 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 	sort.SliceStable(order, func(a, b int) bool { return floor[order[a]] < floor[order[b]] })
 	for _, ti := range order {
 		t := p.types[ti]
-		if best != nil && floor[ti] >= bestCost {
+		if best != nil && !useDuals && floor[ti] >= bestCost {
 			break
 		}
 		f := s.simulateFill(p, ti, items, compat, primary, zone)
@@ -463,7 +473,15 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		if bestRate > 0 {
 			credit = value(fill) / bestRate
 		}
-		if cost := (pr - credit) / vp; best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
+		cost := (pr - credit) / vp
+		if useDuals {
+			worth := 0.0
+			for i, k := range f.counts {
+				worth += float64(k) * items[i].dual
+			}
+			cost = pr / worth
+		}
+		if best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
 			best, bestCost = f, cost
 		}
 	}

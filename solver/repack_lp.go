@@ -42,6 +42,9 @@ func (s *solver) lpPack(p *pool, order []*item, memo *passMemo) {
 		return
 	}
 	cols, lpCols, sol, rows := lp.cols, lp.lpCols, lp.sol, lp.rows
+	for gi, it := range items {
+		it.dual = sol.pi[gi]
+	}
 	ord := make([]int, len(lpCols))
 	for i := range ord {
 		ord[i] = i
