@@ -14,7 +14,7 @@ const splitCandidates = 24
 // exactly the types that still hold its pods, and the plan takes the cheapest of them. On top,
 // each node is split in two when two smaller types hold its pods for less (first-fit packs
 // nodes up to the largest type, which overshoots on the last node of a workload).
-func (s *solver) improve() {
+func (s *solver) improve(memo *passMemo) {
 	unsafe := map[*group]bool{}
 	for _, c := range s.classes {
 		for _, t := range append(append([]*termRef(nil), c.hardAff...), c.softAff...) {
@@ -36,6 +36,8 @@ func (s *solver) improve() {
 		}
 		return true
 	}
+	// Nodes holding the same pods under the same requirements split alike (the repack repeats
+	// node patterns by the hundred): remember the contents no split improved.
 	for i := 0; i < len(s.open); i++ {
 		n := s.open[i]
 		if len(n.pods) < 2 {
@@ -45,12 +47,43 @@ func (s *solver) improve() {
 		for _, c := range n.cls {
 			ok = ok && splittable(c)
 		}
-		if ok {
-			s.splitFree(n)
+		if !ok {
+			continue
 		}
-		for ok && s.split(n) {
+		key := ""
+		if !n.pool.limited {
+			if key = contentKey(n, memo.rank); memo.unsplittable[key] {
+				continue
+			}
+		}
+		split := s.splitFree(n)
+		for s.split(n, memo) {
+			split = true
+		}
+		if !split && key != "" {
+			memo.unsplittable[key] = true
 		}
 	}
+}
+
+// contentKey identifies a node's pods (as class counts), pool, zone and masks.
+func contentKey(n *node, rank map[*class]int) string {
+	counts := map[int]int{}
+	var ids []int
+	for _, c := range n.cls {
+		r := rank[c]
+		if counts[r] == 0 {
+			ids = append(ids, r)
+		}
+		counts[r]++
+	}
+	sort.Ints(ids)
+	b := make([]byte, 0, 16+8*len(ids))
+	b = fmt.Appendf(b, "%d/%d/%x/%x", n.pool.idx, n.zone, n.zoneMask, n.ctMask)
+	for _, id := range ids {
+		b = fmt.Appendf(b, ",%d:%d", id, counts[id])
+	}
+	return string(b)
 }
 
 // zoneFree reports whether a class may land in any zone without affecting any zone count.
@@ -146,13 +179,18 @@ func (s *solver) nodeCost(n *node, compat bitset, used resVec) (float64, int) {
 }
 
 // split moves part of n's pods to a new node when that lowers the cost; reports whether it did.
-func (s *solver) split(n *node) bool {
+func (s *solver) split(n *node, memo *passMemo) bool {
 	p := n.pool
-	compat := newBitset(len(p.types))
-	for i, t := range p.types {
-		if t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
-			compat.set(i)
+	akey := fmt.Sprintf("%d/%x/%x/", p.idx, n.zoneMask, n.ctMask) + n.reqs.Signature()
+	compat, ok := memo.admitted[akey]
+	if !ok {
+		compat = newBitset(len(p.types))
+		for i, t := range p.types {
+			if t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
+				compat.set(i)
+			}
 		}
+		memo.admitted[akey] = compat
 	}
 	cur, ci := s.nodeCost(n, compat, n.used)
 	if ci < 0 {

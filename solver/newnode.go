@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/joist-dev/joist/requirements"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/requirements"
 )
 
 // createNode opens a new node in the highest-weight pool that can take a pod of c.

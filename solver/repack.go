@@ -1,11 +1,9 @@
 package solver
 
 import (
-	"math"
 	"math/bits"
 	"sort"
 
-	"github.com/joist-dev/joist/requirements"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -54,6 +52,9 @@ type item struct {
 	zone int
 	pods []*corev1.Pod
 	next int
+	// dual is the assignment LP's price of one more pod of the item (0 when no LP was solved):
+	// what a pod is worth on a new node.
+	dual float64
 }
 
 func (it *item) left() int { return len(it.pods) - it.next }
@@ -96,14 +97,17 @@ func (s *solver) planCost() float64 {
 // chosen to balance each node's resources (fitScore, a vector bin-packing heuristic).
 // The result is kept only if the plan got cheaper. It runs for a single NodePool without limits
 // or minValues, where any free pod may go on any node whose requirements admit it.
-func (s *solver) repack(topUp bool) {
-	if len(s.pools) != 1 {
-		return
+// With useLP the new nodes start from the rounded assignment LP (lpPack).
+func (s *solver) repack(topUp, useLP bool, memo *passMemo) {
+	for _, p := range s.pools {
+		if !p.limited && len(p.minValues) == 0 {
+			s.repackPool(p, topUp, useLP, memo)
+		}
 	}
-	p := s.pools[0]
-	if p.limited || len(p.minValues) > 0 {
-		return
-	}
+}
+
+// repackPool is repack for the nodes of one pool: pods stay in the pool they were placed in.
+func (s *solver) repackPool(p *pool, topUp, useLP bool, memo *passMemo) {
 	kind := map[*class]int{}
 	some := false
 	for _, c := range s.classes {
@@ -125,6 +129,9 @@ func (s *solver) repack(topUp bool) {
 	items := map[ikey]*item{}
 	var order []*item
 	for _, n := range s.open {
+		if n.pool != p {
+			continue
+		}
 		if n.maxAlloc == nil { // made by a split
 			s.refreshAlloc(n)
 		}
@@ -186,9 +193,12 @@ func (s *solver) repack(topUp bool) {
 		}
 	}
 	for _, n := range s.open {
-		if len(n.pods) > 0 && n.cheap >= 0 {
+		if n.pool == p && len(n.pods) > 0 && n.cheap >= 0 {
 			s.fillRoom(n, order)
 		}
+	}
+	if useLP {
+		s.lpPack(p, order, memo)
 	}
 	// Zone-locked pods get nodes in their zone first, then pods that cannot use the type worth
 	// most per dollar (another architecture, say), then the rest; the room each new node leaves
@@ -228,14 +238,25 @@ func (s *solver) repack(topUp bool) {
 			first, second = restricted, its
 		}
 		for {
-			n := s.packNew(p, first, len(restricted), zone, bestRate)
+			items := first
+			n, f := s.packNew(p, first, len(restricted), zone, bestRate)
 			if n == nil {
-				n = s.packNew(p, second, len(its), zone, bestRate)
+				items = second
+				n, f = s.packNew(p, second, len(its), zone, bestRate)
 			}
 			if n == nil {
 				return
 			}
 			s.fillRoom(n, all)
+			// The same choice would be made again while every item it took has as many pods
+			// left: repeat the node (the pattern) instead of re-simulating every type.
+			for repeatable(f, items) {
+				n = s.commitFill(p, f, items, zone)
+				if n == nil {
+					break
+				}
+				s.fillRoom(n, all)
+			}
 		}
 	}
 	for z, its := range zoned {
@@ -249,7 +270,7 @@ func (s *solver) repack(topUp bool) {
 		left += it.left()
 	}
 	if left == 0 {
-		s.improve()
+		s.improve(memo)
 	}
 	if left > 0 || s.planCost() >= before*(1-1e-9) {
 		for _, it := range order {
@@ -371,177 +392,6 @@ func (s *solver) withItem(it *item, fn func()) {
 	c.pods, c.next = it.pods, it.next
 	fn()
 	c.pods, c.next = pods, next
-}
-
-// freeFill is a simulated packing of items onto one node of a type.
-type freeFill struct {
-	t      int
-	counts []int
-	used   resVec
-	reqs   requirements.Set
-	zm, cm uint64
-	n      int
-	// usedPrimary is the primary items' part of used.
-	usedPrimary resVec
-}
-
-// packNew opens one node for the pods left of items[:primary] (in zone, or any zone for -1),
-// topped up with pods of the other items: it simulates filling each candidate type
-// (best-balancing pod first) and keeps the type whose net price per unit of primary demand (at
-// the resource prices) is lowest, where the top-up pods are credited with the least they would
-// cost elsewhere (their value at bestRate, the best value per dollar of any type). nil if no
-// primary pod was placed.
-func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate float64) *node {
-	var best *freeFill
-	bestCost := 0.0
-	value := func(v resVec) float64 {
-		x := 0.0
-		for r, q := range v {
-			x += float64(q) * s.w[r]
-		}
-		return x
-	}
-	compat := make([]bitset, len(items))
-	for i, it := range items {
-		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
-	}
-	for ti, t := range p.types {
-		f := s.simulateFill(p, ti, items, compat, primary, zone)
-		if f == nil {
-			continue
-		}
-		pr, _ := t.price(f.zm, f.cm)
-		if pr <= 0 {
-			continue
-		}
-		vp := value(f.usedPrimary)
-		if vp <= 0 {
-			vp = float64(f.n) * 1e-12
-		}
-		fill := f.used.clone()
-		fill.sub(f.usedPrimary)
-		credit := 0.0
-		if bestRate > 0 {
-			credit = value(fill) / bestRate
-		}
-		if cost := (pr - credit) / vp; best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
-			best, bestCost = f, cost
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	n := &node{id: len(s.nodes), name: "new-" + itoa(len(s.open)), pool: p, zone: zone,
-		used: best.used, reqs: best.reqs, zoneMask: best.zm, ctMask: best.cm}
-	if zone < 0 && bits.OnesCount64(best.zm) == 1 {
-		n.zone = bits.TrailingZeros64(best.zm)
-	}
-	n.options = newBitset(len(p.types))
-	for i, t := range p.types {
-		if lessEq(n.used, t.alloc) && t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
-			n.options.set(i)
-		}
-	}
-	n.cheap = cheapest(p, n.options, n.zoneMask, n.ctMask)
-	if n.cheap < 0 {
-		return nil
-	}
-	for i, it := range items {
-		if k := best.counts[i]; k > 0 {
-			s.withItem(it, func() { s.assign(it.c, n, k) })
-			it.next += k
-		}
-	}
-	s.refreshAlloc(n)
-	s.nodes = append(s.nodes, n)
-	s.open = append(s.open, n)
-	return n
-}
-
-// simulateFill packs the pods left of items onto one node of type ti, best-balancing pod first:
-// items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
-// no primary pod fits.
-func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
-	t := p.types[ti]
-	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
-	if zone >= 0 {
-		f.zm &= 1 << uint(zone)
-	}
-	if t.zonesFor(f.zm, f.cm) == 0 {
-		return nil
-	}
-	ok := make([]bool, len(items))
-	anyPrimary := false
-	for i, it := range items {
-		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
-			continue
-		}
-		ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc)
-		anyPrimary = anyPrimary || (ok[i] && i < primary)
-	}
-	if !anyPrimary {
-		return nil
-	}
-	limit := primary
-	rem := s.d.zero()
-	for {
-		for r := range rem {
-			rem[r] = t.alloc[r] - f.used[r]
-		}
-		bi, bestScore, eligible := -1, -1.0, 0
-		for i, it := range items[:limit] {
-			if !ok[i] || f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
-				continue
-			}
-			eligible++
-			if sc := fitScore(it.c.req, rem, t.alloc); sc > bestScore {
-				bi, bestScore = i, sc
-			}
-		}
-		if bi < 0 {
-			if limit < len(items) && f.usedPrimary != nil {
-				limit = len(items)
-				continue
-			}
-			break
-		}
-		c := items[bi].c
-		if f.counts[bi] == 0 {
-			a := s.effAt(c, 0).alts[0]
-			reqs := f.reqs
-			if len(a.reqs) > 0 {
-				reqs = f.reqs.And(a.reqs)
-			}
-			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
-			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {
-				ok[bi] = false
-				continue
-			}
-			f.reqs, f.zm, f.cm = reqs, zm, cm
-		}
-		// With one class left that fits, the balanced fill takes it until it no longer fits.
-		// Otherwise it takes a few pods at a time (an eighth of what would fit), which costs little
-		// balance and keeps the simulation cheap on large types.
-		k := fitCount(f.used, c.req, t.alloc, items[bi].left()-f.counts[bi])
-		if eligible > 1 {
-			k = max(1, k/8)
-		}
-		if bi < primary && f.usedPrimary == nil {
-			f.usedPrimary = s.d.zero()
-		}
-		for range k {
-			f.used.add(c.req)
-			if bi < primary {
-				f.usedPrimary.add(c.req)
-			}
-		}
-		f.counts[bi] += k
-		f.n += k
-	}
-	if f.usedPrimary == nil {
-		return nil
-	}
-	return f
 }
 
 func itoa(i int) string {

@@ -15,8 +15,14 @@ func Solve(in Input) Result {
 	s.orderClasses()
 	s.pendingPrices()
 	s.place()
-	s.improve()
-	s.repack(false)
-	s.repack(true)
+	memo := newPassMemo(s.classes)
+	s.improve(memo)
+	s.repack(false, false, memo)
+	s.repack(true, false, memo)
+	if cheap, _ := s.resourceBound(); s.planCost() > lpWorthIt*cheap {
+		s.repack(false, true, memo)
+		s.repack(true, true, memo)
+	}
+	s.drain()
 	return s.result()
 }

@@ -39,8 +39,9 @@ type row struct {
 
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("upstream", flag.ContinueOnError)
-	shapes := fs.String("shapes", "diverse,uniform,mixed", "comma-separated shapes: "+joinShapes())
-	sizes := fs.String("sizes", "1000,5000,20000", "comma-separated pod counts")
+	shapes := fs.String("shapes", "diverse,uniform,mixed,ec2-services,ec2-caches,ec2-batch,ec2-cluster", "comma-separated shapes: "+joinShapes())
+	sizes := fs.String("sizes", "1000,5000,20000", "comma-separated pod counts of the synthetic shapes")
+	realisticSizes := fs.String("realistic-sizes", "100,1000,10000", "comma-separated pod counts of the realistic (ec2-*) shapes")
 	workers := fs.Int("workers", 1, "upstream scheduler workers (scheduling.NumConcurrentReconciles)")
 	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the median time is reported")
 	fakeTypes := fs.Bool("upstream-fake-types", false, "give upstream its own fake.InstanceTypes(400) instead of the converted benchdata types (cross-check for the diverse shape)")
@@ -48,19 +49,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var ns []int
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			return fmt.Errorf("bad size %q in -sizes", s)
-		}
-		ns = append(ns, n)
+	ns, err := parseSizes(*sizes, "-sizes")
+	if err != nil {
+		return err
+	}
+	realisticNs, err := parseSizes(*realisticSizes, "-realistic-sizes")
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(stderr, "GOMAXPROCS=%d, upstream workers=%d\n", runtime.GOMAXPROCS(0), *workers)
 	var rows []row
 	for _, name := range strings.Split(*shapes, ",") {
 		shape := benchdata.Shape(strings.TrimSpace(name))
-		for _, n := range ns {
+		shapeNs := ns
+		if isRealistic(shape) {
+			shapeNs = realisticNs
+		}
+		for _, n := range shapeNs {
 			in, err := benchdata.Input(shape, n)
 			if err != nil {
 				return err
@@ -133,9 +138,30 @@ func runJoistMedian(in solver.Input, runs int) outcome {
 	return first
 }
 
+func parseSizes(list, flagName string) ([]int, error) {
+	var ns []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("bad size %q in %s", s, flagName)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+func isRealistic(shape benchdata.Shape) bool {
+	for _, r := range benchdata.RealisticShapes {
+		if r == shape {
+			return true
+		}
+	}
+	return false
+}
+
 func joinShapes() string {
 	var s []string
-	for _, sh := range benchdata.Shapes {
+	for _, sh := range append(append([]benchdata.Shape(nil), benchdata.Shapes...), benchdata.RealisticShapes...) {
 		s = append(s, string(sh))
 	}
 	return strings.Join(s, ", ")

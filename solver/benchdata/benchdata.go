@@ -39,7 +39,8 @@ var Sizes = []int{1000, 5000, 20000}
 // Namespace holds every generated pod.
 const Namespace = "default"
 
-// Input returns the solver input for shape with n pending pods and one NodePool without limits.
+// Input returns the solver input for shape with n pending pods: one NodePool without limits for
+// the synthetic shapes, the RealisticNodePools for the realistic ones.
 func Input(shape Shape, n int) (solver.Input, error) {
 	var (
 		pods []*corev1.Pod
@@ -54,6 +55,8 @@ func Input(shape Shape, n int) (solver.Input, error) {
 	case Mixed:
 		pods, its = MixedPods(n), CatalogInstanceTypes()
 		in.DaemonSets = MixedDaemonSets()
+	case EC2Services, EC2Caches, EC2Batch, EC2Cluster:
+		return realisticInput(shape, n), nil
 	default:
 		return solver.Input{}, fmt.Errorf("unknown benchmark shape %q", shape)
 	}

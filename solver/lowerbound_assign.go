@@ -1,0 +1,329 @@
+package solver
+
+import (
+	"math"
+)
+
+// The assignment bound is the LP relaxation in which whole pods, not loose resources, are
+// assigned to fractional nodes of the offerings each pod may use:
+//
+//	minimise Σ_k price_k·x_k
+//	s.t.     Σ_k y_gk = n_g                          for every pod group g
+//	         Σ_g d_g[r]·y_gk ≤ alloc_k[r]·x_k         for every offering k and resource r
+//	         x, y ≥ 0,  y_gk = 0 unless g may use k
+//
+// where alloc_k is allocatable less the DaemonSet overhead of a node of that type (and pods is
+// one of the resources, so max pods counts). Unlike the resource-by-resource LP it cannot buy one
+// family's cpu and another's memory for the same pod, which on catalogs whose families differ in
+// shape (c/m/r, burstable types with few pods) is most of its gap. Its dual prices each
+// offering's resources separately (v_k ≥ 0, alloc_k·v_k ≤ price_k); any such prices give the
+// bound Σ_g n_g·min_{k usable by g} d_g·v_k, which is what is returned: the LP only proposes
+// the prices, and they are clipped and scaled into feasibility for every offering (including
+// those left out of the LP) before the bound is evaluated, so it is valid whatever the numerics.
+//
+// The LP is kept small: one column per (pool, type, offering) that is some group's cheapest
+// offering of that type, and columns dominated by another (at least as much of every resource
+// per dollar, usable by every group that can use them) are left out — a dominated column's
+// optimal prices can be copied from its dominator.
+
+type asgGroup struct {
+	n    float64
+	d    resVec
+	c    *class // a class of the group, for its tolerations
+	alts []*alt
+	zone int
+}
+
+type asgCol struct {
+	p      *pool
+	t      *itype
+	offer  int
+	price  float64
+	usable bitset // over groups
+	dom    int    // dominating column, or -1
+	v      []float64
+}
+
+// assignmentBound returns the bound described above (0 if it cannot be formed). w is the
+// resource-by-resource LP's prices, the fallback for offerings no group's LP column covers.
+func (s *solver) assignmentBound(w []float64) float64 {
+	groups := s.asgGroups()
+	if len(groups) == 0 {
+		return 0
+	}
+	rows := demandRows(groups, s.d.n())
+	colIdx := map[[3]int]int{}
+	var cols []*asgCol
+	for _, g := range groups {
+		s.eachUsable(g, nil, func(p *pool, t *itype, zm, cm uint64) {
+			pr, oi := t.price(zm, cm)
+			if oi < 0 {
+				return
+			}
+			key := [3]int{p.idx, t.idx, oi}
+			if _, ok := colIdx[key]; !ok {
+				colIdx[key] = len(cols)
+				cols = append(cols, &asgCol{p: p, t: t, offer: oi, price: pr, usable: newBitset(len(groups)), dom: -1})
+			}
+		})
+	}
+	if len(cols) == 0 {
+		return 0
+	}
+	markUsable(s, groups, cols, colIdx, nil)
+	kept := pruneDominated(cols, rows)
+	lpCols := shortlist(groups, cols, kept, rows)
+	if len(lpCols) > 400 {
+		return 0
+	}
+	sol := s.solveAssignment(groups, cols, lpCols, rows)
+	groupDuals := sol.pi[:len(groups)]
+	// Columns left out copy their dominator's prices, or else take the LP column's prices that
+	// keep them most nearly dual-feasible.
+	for _, c := range cols {
+		if c.v == nil && c.dom >= 0 {
+			d := c
+			for d.dom >= 0 && d.v == nil {
+				d = cols[d.dom]
+			}
+			c.v = d.v
+		}
+	}
+	for _, c := range cols {
+		if c.v == nil {
+			c.v = borrowPrices(c, groups, groupDuals, cols, lpCols, rows)
+		}
+	}
+	return s.evalAssignment(groups, cols, colIdx, w)
+}
+
+// asgGroups collects the demand placed on new nodes by (usable offerings, request).
+func (s *solver) asgGroups() []*asgGroup {
+	idx := map[string]*asgGroup{}
+	var out []*asgGroup
+	for _, n := range s.open {
+		for _, c := range n.cls {
+			e := s.effAt(c, len(c.steps))
+			zone := -1
+			if len(c.volZones) > 0 || e.zoneCons {
+				zone = n.zone
+			}
+			key := string(rune('A'+zone+1)) + fmtKeyInt(c.req)
+			for _, a := range e.alts {
+				key += a.sig + "||"
+			}
+			for _, t := range c.tols {
+				key += "|" + t.Key + "=" + t.Value + ":" + string(t.Effect) + string(t.Operator)
+			}
+			g, ok := idx[key]
+			if !ok {
+				g = &asgGroup{d: c.req, c: c, alts: e.alts, zone: zone}
+				idx[key] = g
+				out = append(out, g)
+			}
+			g.n++
+		}
+	}
+	return out
+}
+
+func fmtKeyInt(v resVec) string {
+	buf := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		for i := 0; i < 8; i++ {
+			buf = append(buf, byte(uint64(x)>>(8*i)))
+		}
+	}
+	return string(buf)
+}
+
+// eachUsable calls fn for every (pool, type) a pod of g may use and fits on, with the zone and
+// capacity-type masks the pod allows there (in pool only, unless nil).
+func (s *solver) eachUsable(g *asgGroup, only *pool, fn func(p *pool, t *itype, zm, cm uint64)) {
+	for _, p := range s.pools {
+		if only != nil && p != only {
+			continue
+		}
+		if _, bad := untolerated(g.c.tols, p.taints); bad {
+			continue
+		}
+		for _, a := range g.alts {
+			if a.conflict != "" {
+				continue
+			}
+			zm, cm := p.zoneMask&a.zoneMask, p.ctMask&a.ctMask
+			if g.zone >= 0 {
+				zm &= 1 << uint(g.zone)
+			}
+			s.compat(p, a).each(func(i int) bool {
+				if t := p.types[i]; lessEq(g.d, t.alloc) {
+					fn(p, t, zm, cm)
+				}
+				return true
+			})
+		}
+	}
+}
+
+// asgSolution is the assignment LP's answer: duals (the first len(groups) are each group's
+// price of one more pod), and the primal: nodes bought per kept column and pods of each group
+// on each.
+type asgSolution struct {
+	pi    []float64
+	nodes []float64         // per kept column
+	pods  []map[int]float64 // per kept column: group → pods
+}
+
+// solveAssignment solves the LP over the kept columns and stores each kept column's resource
+// prices (per milli-unit, before the feasibility scaling).
+func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) asgSolution {
+	G, R := len(groups), len(rows)
+	// Capacity rows that can never bind are left out (their dual is 0).
+	rowOf := make([][]int, len(kept))
+	m := G
+	for ki, ci := range kept {
+		rowOf[ki] = make([]int, R)
+		dropped := make([]bool, R)
+		for ri := range rows {
+			rowOf[ki][ri] = -1
+			if dropped[ri] = redundantRow(cols[ci], groups, rows, ri, dropped); !dropped[ri] {
+				rowOf[ki][ri] = m
+				m++
+			}
+		}
+	}
+	scale := make([]float64, R)
+	maxPrice := 0.0
+	for _, ci := range kept {
+		for ri, r := range rows {
+			scale[ri] = math.Max(scale[ri], float64(cols[ci].t.alloc[r]))
+		}
+		maxPrice = math.Max(maxPrice, cols[ci].price)
+	}
+	for ri := range scale {
+		if scale[ri] <= 0 {
+			scale[ri] = 1
+		}
+	}
+	b := make([]float64, m)
+	var lp []sparseCol
+	basis := make([]int, m)
+	type ref struct{ k, g int } // kept column, group (-1 for its node count)
+	refs := map[int]ref{}
+	for gi, g := range groups {
+		b[gi] = g.n
+		basis[gi] = len(lp)
+		lp = append(lp, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(gi)}, vals: []float64{1}}) // artificial
+		lp = append(lp, sparseCol{rows: []int32{int32(gi)}, vals: []float64{-1}})                       // surplus
+	}
+	for ki, ci := range kept {
+		c := cols[ci]
+		x := sparseCol{cost: c.price}
+		for ri, r := range rows {
+			row := rowOf[ki][ri]
+			if row < 0 {
+				continue
+			}
+			basis[row] = len(lp)
+			lp = append(lp, sparseCol{rows: []int32{int32(row)}, vals: []float64{1}}) // slack
+			if a := float64(c.t.alloc[r]); a > 0 {
+				x.rows = append(x.rows, int32(row))
+				x.vals = append(x.vals, -a/scale[ri])
+			}
+		}
+		refs[len(lp)] = ref{ki, -1}
+		lp = append(lp, x)
+		for gi, g := range groups {
+			if !c.usable.has(gi) {
+				continue
+			}
+			y := sparseCol{rows: []int32{int32(gi)}, vals: []float64{1}}
+			for ri, r := range rows {
+				if g.d[r] > 0 && rowOf[ki][ri] >= 0 {
+					y.rows = append(y.rows, int32(rowOf[ki][ri]))
+					y.vals = append(y.vals, float64(g.d[r])/scale[ri])
+				}
+			}
+			refs[len(lp)] = ref{ki, gi}
+			lp = append(lp, y)
+		}
+	}
+	pi, x, _ := revisedSimplex(m, b, lp, basis, 20*m+200)
+	sol := asgSolution{pi: pi, nodes: make([]float64, len(kept)), pods: make([]map[int]float64, len(kept))}
+	for j, v := range x {
+		rf, ok := refs[j]
+		if !ok || v <= 0 {
+			continue
+		}
+		if rf.g < 0 {
+			sol.nodes[rf.k] = v
+			continue
+		}
+		if sol.pods[rf.k] == nil {
+			sol.pods[rf.k] = map[int]float64{}
+		}
+		sol.pods[rf.k][rf.g] = v
+	}
+	for ki, ci := range kept {
+		v := make([]float64, s.d.n())
+		for ri, r := range rows {
+			if row := rowOf[ki][ri]; row >= 0 {
+				v[r] = math.Max(0, -pi[row]) / scale[ri]
+			}
+		}
+		cols[ci].v = v
+	}
+	return sol
+}
+
+// evalAssignment is Σ_g n_g · min over every offering g may use of d_g·v, with each offering's
+// prices scaled into feasibility (alloc·v ≤ price). Offerings without LP prices of their own use
+// those of their type's kept column, or else w scaled to the offering.
+func (s *solver) evalAssignment(groups []*asgGroup, cols []*asgCol, colIdx map[[3]int]int, w []float64) float64 {
+	dot := func(a resVec, v []float64) float64 {
+		x := 0.0
+		for r, q := range a {
+			x += float64(q) * v[r]
+		}
+		return x
+	}
+	typeV := map[[2]int][]float64{}
+	for _, c := range cols {
+		k := [2]int{c.p.idx, c.t.idx}
+		if cur, ok := typeV[k]; !ok || cur == nil {
+			typeV[k] = c.v
+		}
+	}
+	total := 0.0
+	for _, g := range groups {
+		best := math.Inf(1)
+		s.eachUsable(g, nil, func(p *pool, t *itype, zm, cm uint64) {
+			for oi, o := range t.offers {
+				if zm&(1<<uint(o.zone)) == 0 || cm&(1<<uint(o.ct)) == 0 {
+					continue
+				}
+				v := typeV[[2]int{p.idx, t.idx}]
+				if ci, ok := colIdx[[3]int{p.idx, t.idx, oi}]; ok {
+					v = cols[ci].v
+				}
+				if v == nil {
+					v = w
+				}
+				cap := 0.0
+				for r, q := range t.alloc {
+					cap += float64(max(q, 0)) * v[r]
+				}
+				val := dot(g.d, v)
+				if cap > o.price {
+					val *= o.price / cap
+				}
+				best = math.Min(best, val)
+			}
+		})
+		if math.IsInf(best, 1) {
+			return 0
+		}
+		total += g.n * best
+	}
+	return total
+}

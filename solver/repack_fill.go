@@ -1,0 +1,233 @@
+package solver
+
+import (
+	"math"
+	"math/bits"
+	"sort"
+
+	"github.com/joist-dev/joist/requirements"
+)
+
+// Opening repack's new nodes: simulated fills of each candidate type, the one worth most per
+// dollar kept.
+
+// freeFill is a simulated packing of items onto one node of a type.
+type freeFill struct {
+	t      int
+	counts []int
+	used   resVec
+	reqs   requirements.Set
+	zm, cm uint64
+	n      int
+	// usedPrimary is the primary items' part of used.
+	usedPrimary resVec
+}
+
+// packNew opens one node for the pods left of items[:primary] (in zone, or any zone for -1),
+// topped up with pods of the other items: it simulates filling each candidate type
+// (best-balancing pod first) and keeps the type whose net price per unit of primary demand (at
+// the resource prices) is lowest, where the top-up pods are credited with the least they would
+// cost elsewhere (their value at bestRate, the best value per dollar of any type). nil if no
+// primary pod was placed.
+func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate float64) (*node, *freeFill) {
+	var best *freeFill
+	bestCost := 0.0
+	value := func(v resVec) float64 {
+		x := 0.0
+		for r, q := range v {
+			x += float64(q) * s.w[r]
+		}
+		return x
+	}
+	compat := make([]bitset, len(items))
+	for i, it := range items {
+		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
+	}
+	// Types by their best conceivable cost (price per value of a full node): without top-up
+	// credit no fill of a type costs less per value than that, so the scan stops there.
+	zm := p.zoneMask
+	if zone >= 0 {
+		zm &= 1 << uint(zone)
+	}
+	// After an LP-started repack the items carry the LP's duals: a fill is then worth what its
+	// pods are worth to the LP, which knows which family each pod is best on, rather than its
+	// resources at one price each.
+	useDuals := false
+	for _, it := range items {
+		useDuals = useDuals || (it.left() > 0 && it.dual > 0)
+	}
+	order := make([]int, 0, len(p.types))
+	floor := make([]float64, len(p.types))
+	for ti, t := range p.types {
+		pr, _ := t.price(zm, p.ctMask)
+		if v := value(t.alloc); pr > 0 && v > 0 {
+			floor[ti] = pr / v
+			order = append(order, ti)
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return floor[order[a]] < floor[order[b]] })
+	for _, ti := range order {
+		t := p.types[ti]
+		if best != nil && !useDuals && floor[ti] >= bestCost {
+			break
+		}
+		f := s.simulateFill(p, ti, items, compat, primary, zone)
+		if f == nil {
+			continue
+		}
+		pr, _ := t.price(f.zm, f.cm)
+		if pr <= 0 {
+			continue
+		}
+		vp := value(f.usedPrimary)
+		if vp <= 0 {
+			vp = float64(f.n) * 1e-12
+		}
+		fill := f.used.clone()
+		fill.sub(f.usedPrimary)
+		credit := 0.0
+		if bestRate > 0 {
+			credit = value(fill) / bestRate
+		}
+		cost := (pr - credit) / vp
+		if useDuals {
+			worth := 0.0
+			for i, k := range f.counts {
+				worth += float64(k) * items[i].dual
+			}
+			cost = pr / worth
+		}
+		if best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
+			best, bestCost = f, cost
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return s.commitFill(p, best, items, zone), best
+}
+
+// repeatable reports whether every item of a fill still has the pods the fill took.
+func repeatable(f *freeFill, items []*item) bool {
+	for i, it := range items {
+		if f.counts[i] > it.left() {
+			return false
+		}
+	}
+	return true
+}
+
+// commitFill opens a node holding a simulated fill of items (nil if no type holds it).
+func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *node {
+	n := &node{id: len(s.nodes), name: "new-" + itoa(len(s.open)), pool: p, zone: zone,
+		used: best.used.clone(), reqs: best.reqs, zoneMask: best.zm, ctMask: best.cm}
+	if zone < 0 && bits.OnesCount64(best.zm) == 1 {
+		n.zone = bits.TrailingZeros64(best.zm)
+	}
+	n.options = newBitset(len(p.types))
+	for i, t := range p.types {
+		if lessEq(n.used, t.alloc) && t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
+			n.options.set(i)
+		}
+	}
+	n.cheap = cheapest(p, n.options, n.zoneMask, n.ctMask)
+	if n.cheap < 0 {
+		return nil
+	}
+	for i, it := range items {
+		if k := best.counts[i]; k > 0 {
+			s.withItem(it, func() { s.assign(it.c, n, k) })
+			it.next += k
+		}
+	}
+	s.refreshAlloc(n)
+	s.nodes = append(s.nodes, n)
+	s.open = append(s.open, n)
+	return n
+}
+
+// simulateFill packs the pods left of items onto one node of type ti, best-balancing pod first:
+// items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
+// no primary pod fits.
+func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
+	t := p.types[ti]
+	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
+	if zone >= 0 {
+		f.zm &= 1 << uint(zone)
+	}
+	if t.zonesFor(f.zm, f.cm) == 0 {
+		return nil
+	}
+	ok := make([]bool, len(items))
+	anyPrimary := false
+	for i, it := range items {
+		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
+			continue
+		}
+		ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc)
+		anyPrimary = anyPrimary || (ok[i] && i < primary)
+	}
+	if !anyPrimary {
+		return nil
+	}
+	limit := primary
+	rem := s.d.zero()
+	for {
+		for r := range rem {
+			rem[r] = t.alloc[r] - f.used[r]
+		}
+		bi, bestScore, eligible := -1, -1.0, 0
+		for i, it := range items[:limit] {
+			if !ok[i] || f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
+				continue
+			}
+			eligible++
+			if sc := fitScore(it.c.req, rem, t.alloc); sc > bestScore {
+				bi, bestScore = i, sc
+			}
+		}
+		if bi < 0 {
+			if limit < len(items) && f.usedPrimary != nil {
+				limit = len(items)
+				continue
+			}
+			break
+		}
+		c := items[bi].c
+		if f.counts[bi] == 0 {
+			a := s.effAt(c, 0).alts[0]
+			reqs := f.reqs
+			if len(a.reqs) > 0 {
+				reqs = f.reqs.And(a.reqs)
+			}
+			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
+			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {
+				ok[bi] = false
+				continue
+			}
+			f.reqs, f.zm, f.cm = reqs, zm, cm
+		}
+		// With one class left that fits, the balanced fill takes it until it no longer fits.
+		// Otherwise it takes a few pods at a time (an eighth of what would fit), which costs little
+		// balance and keeps the simulation cheap on large types.
+		k := fitCount(f.used, c.req, t.alloc, items[bi].left()-f.counts[bi])
+		if eligible > 1 {
+			k = max(1, k/8)
+		}
+		if bi < primary && f.usedPrimary == nil {
+			f.usedPrimary = s.d.zero()
+		}
+		for range k {
+			f.used.add(c.req)
+			if bi < primary {
+				f.usedPrimary.add(c.req)
+			}
+		}
+		f.counts[bi] += k
+		f.n += k
+	}
+	if f.usedPrimary == nil {
+		return nil
+	}
+	return f
+}

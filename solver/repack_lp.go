@@ -1,0 +1,199 @@
+package solver
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// lpFullShare is how full (on its binding resource) a node built from the LP's assignment must
+// be to be kept; what a fuller node cannot take is left to the greedy packing that follows.
+const lpFullShare = 0.9
+
+// lpPack opens nodes for the pods repack is moving (items, all of pool p) by rounding the
+// assignment LP (see lowerbound_assign.go) over them: the LP says which offerings — family,
+// size, architecture, zone, capacity type — to buy and how many pods of each item each should
+// carry. For each offering it buys, largest share first, nodes of that type are filled with the
+// pods the LP gave it, best-balancing pod first, as long as they come out at least lpFullShare
+// full; the remainder (the fractional tail of every offering) is left to the greedy packing.
+// Placing classes largest first, or even choosing each new node's type by value per dollar,
+// puts pods on nodes of a general family that the LP sends to compute and memory families;
+// this follows the LP's family choice instead.
+func (s *solver) lpPack(p *pool, order []*item, memo *passMemo) {
+	var items []*item
+	var groups []*asgGroup
+	for _, it := range order {
+		if it.left() == 0 {
+			continue
+		}
+		items = append(items, it)
+		groups = append(groups, &asgGroup{n: float64(it.left()), d: it.c.req, c: it.c, alts: s.effAt(it.c, 0).alts, zone: it.zone})
+	}
+	if len(groups) == 0 {
+		return
+	}
+	sig := groupsKey(p, groups, memo.rank)
+	lp := memo.solutions[sig]
+	if lp == nil {
+		lp = s.solveLPPack(p, groups)
+		memo.solutions[sig] = lp
+	}
+	if lp.cols == nil {
+		return
+	}
+	cols, lpCols, sol, rows := lp.cols, lp.lpCols, lp.sol, lp.rows
+	for gi, it := range items {
+		it.dual = sol.pi[gi]
+	}
+	ord := make([]int, len(lpCols))
+	for i := range ord {
+		ord[i] = i
+	}
+	sort.SliceStable(ord, func(a, b int) bool { return sol.nodes[ord[a]] > sol.nodes[ord[b]] })
+	for _, ki := range ord {
+		if sol.nodes[ki] < 1-1e-6 || sol.pods[ki] == nil {
+			continue
+		}
+		c := cols[lpCols[ki]]
+		zone := -1
+		var sub []*item
+		var real []*item
+		for gi, it := range items {
+			k := int(math.Floor(sol.pods[ki][gi] + 1e-6))
+			k = min(k, it.left())
+			if k <= 0 {
+				continue
+			}
+			if it.zone >= 0 {
+				zone = it.zone
+			}
+			sub = append(sub, &item{c: it.c, zone: it.zone, pods: it.pods[it.next : it.next+k]})
+			real = append(real, it)
+		}
+		if len(sub) == 0 {
+			continue
+		}
+		compat := make([]bitset, len(sub))
+		for i, it := range sub {
+			compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
+		}
+		for {
+			f := s.simulateFill(p, c.t.idx, sub, compat, len(sub), zone)
+			if f == nil || !fullEnough(f.used, c.t.alloc, rows) {
+				break
+			}
+			n := s.commitFill(p, f, sub, zone)
+			if n == nil {
+				break
+			}
+			for i, it := range real {
+				it.next += f.counts[i]
+			}
+		}
+	}
+}
+
+// passMemo keeps what the improvement passes compute again and again: lpPack's LP solutions
+// (the pods the LP-started repack passes move are the same), node contents no split improves
+// (repack repeats node patterns by the hundred; only for pools without limits, where a split
+// depends on nothing else), and the types each (pool, requirements, masks) admits.
+type passMemo struct {
+	solutions    map[string]*lpPlan
+	unsplittable map[string]bool
+	admitted     map[string]bitset
+	rank         map[*class]int
+}
+
+func newPassMemo(classes []*class) *passMemo {
+	m := &passMemo{solutions: map[string]*lpPlan{}, unsplittable: map[string]bool{}, admitted: map[string]bitset{},
+		rank: make(map[*class]int, len(classes))}
+	for i, c := range classes {
+		m.rank[c] = i
+	}
+	return m
+}
+
+// lpPlan is a solved assignment LP over the groups lpPack moves (cols nil when there was none).
+type lpPlan struct {
+	cols   []*asgCol
+	lpCols []int
+	sol    asgSolution
+	rows   []int
+}
+
+// groupsKey identifies lpPack's groups: pool, and per group its class, zone and pod count.
+func groupsKey(p *pool, groups []*asgGroup, rank map[*class]int) string {
+	b := fmt.Appendf(nil, "%d", p.idx)
+	for _, g := range groups {
+		b = fmt.Appendf(b, ";%d@%d×%g", rank[g.c], g.zone, g.n)
+	}
+	return string(b)
+}
+
+// solveLPPack builds and solves the assignment LP over groups, within pool p.
+func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
+	rows := demandRows(groups, s.d.n())
+	colIdx := map[[3]int]int{}
+	var cols []*asgCol
+	for _, g := range groups {
+		s.eachUsable(g, p, func(p *pool, t *itype, zm, cm uint64) {
+			pr, oi := t.price(zm, cm)
+			if oi < 0 {
+				return
+			}
+			key := [3]int{p.idx, t.idx, oi}
+			if _, ok := colIdx[key]; !ok {
+				colIdx[key] = len(cols)
+				cols = append(cols, &asgCol{p: p, t: t, offer: oi, price: pr, usable: newBitset(len(groups)), dom: -1})
+			}
+		})
+	}
+	markUsable(s, groups, cols, colIdx, p)
+	kept := pruneDominated(cols, rows)
+	lpCols := shortlist(groups, cols, kept, rows)
+	if len(lpCols) == 0 || len(lpCols) > 400 {
+		return &lpPlan{}
+	}
+	return &lpPlan{cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}
+}
+
+// fullEnough reports whether used fills alloc to lpFullShare on some requested resource.
+func fullEnough(used, alloc resVec, rows []int) bool {
+	for _, r := range rows {
+		if alloc[r] > 0 && float64(used[r]) >= lpFullShare*float64(alloc[r]) {
+			return true
+		}
+	}
+	return false
+}
+
+// demandRows lists the resources some group requests.
+func demandRows(groups []*asgGroup, n int) []int {
+	var rows []int
+	for r := 0; r < n; r++ {
+		for _, g := range groups {
+			if g.d[r] > 0 {
+				rows = append(rows, r)
+				break
+			}
+		}
+	}
+	return rows
+}
+
+// markUsable records, for every column, which groups may use it (not only the groups it is the
+// cheapest offering of its type for), within pool only unless nil.
+func markUsable(s *solver, groups []*asgGroup, cols []*asgCol, colIdx map[[3]int]int, only *pool) {
+	for gi, g := range groups {
+		s.eachUsable(g, only, func(p *pool, t *itype, zm, cm uint64) {
+			for oi, o := range t.offers {
+				if zm&(1<<uint(o.zone)) == 0 || cm&(1<<uint(o.ct)) == 0 {
+					continue
+				}
+				if ci, ok := colIdx[[3]int{p.idx, t.idx, oi}]; ok {
+					cols[ci].usable.set(gi)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,154 @@
+package solver
+
+import "math"
+
+// sparseCol is one column of a linear program in equality form: its cost and its nonzero rows.
+type sparseCol struct {
+	cost float64
+	rows []int32
+	vals []float64
+}
+
+// revisedSimplex minimises c·x subject to A·x = b, x ≥ 0, starting from the basis whose column
+// for row i is basis[i] (that column must be the unit vector e_i, and b ≥ 0, so the start is
+// feasible). It keeps the basis inverse explicitly (m×m, product-form updates) and prices the
+// sparse columns with Dantzig's rule, switching to Bland's rule after a run of degenerate pivots so
+// it cannot cycle. It returns the duals π = c_B·B⁻¹ and the primal x of the last basis (optimal
+// unless maxIter was hit) — the assignment bound only uses them as a starting point and checks their feasibility
+// itself, so numerical error never makes the bound invalid. gonum's lp.Simplex solves dense
+// problems and re-solves the basis at each pivot, which is too slow for the few hundred rows and
+// thousands of sparse columns of the assignment LP; its answers cross-check this one in tests.
+func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter int) (pi, x []float64, optimal bool) {
+	const eps = 1e-9
+	binv := make([]float64, m*m)
+	for i := 0; i < m; i++ {
+		binv[i*m+i] = 1
+	}
+	xb := append([]float64(nil), b...)
+	isBasic := make([]bool, len(cols))
+	for _, j := range basis {
+		isBasic[j] = true
+	}
+	pi = make([]float64, m)
+	alpha := make([]float64, m)
+	degenerate := 0
+	// π = c_B B⁻¹ with B = I.
+	for k := 0; k < m; k++ {
+		pi[k] = cols[basis[k]].cost
+	}
+	nz := make([]int, 0, m)
+	for iter := 0; iter < maxIter; iter++ {
+		if iter%64 == 63 {
+			recomputeDuals(pi, binv, basis, cols, m)
+		}
+		bland := degenerate > 50
+		enter, best := -1, -eps
+		for j := range cols {
+			if isBasic[j] {
+				continue
+			}
+			col := &cols[j]
+			d := col.cost
+			for t, r := range col.rows {
+				d -= pi[r] * col.vals[t]
+			}
+			if d < best*(1+1e-12) || (bland && d < -eps) {
+				enter, best = j, d
+				if bland {
+					break
+				}
+			}
+		}
+		if enter < 0 {
+			if iter%64 != 0 {
+				recomputeDuals(pi, binv, basis, cols, m)
+			}
+			return pi, primal(xb, basis, len(cols)), true
+		}
+		// α = B⁻¹ a_enter.
+		for i := range alpha {
+			alpha[i] = 0
+		}
+		col := &cols[enter]
+		for t, r := range col.rows {
+			v := col.vals[t]
+			for i := 0; i < m; i++ {
+				alpha[i] += binv[i*m+int(r)] * v
+			}
+		}
+		leave, ratio := -1, math.Inf(1)
+		for i := 0; i < m; i++ {
+			if alpha[i] > eps {
+				q := xb[i] / alpha[i]
+				if q < ratio-1e-12 || (q <= ratio+1e-12 && leave >= 0 && basis[i] < basis[leave]) {
+					leave, ratio = i, q
+				}
+			}
+		}
+		if leave < 0 {
+			return pi, primal(xb, basis, len(cols)), false // unbounded; cannot happen for the covering programs built here
+		}
+		if ratio < eps {
+			degenerate++
+		} else {
+			degenerate = 0
+		}
+		// Pivot on (leave, enter), touching only the nonzeros of the pivot row.
+		pr := binv[leave*m : leave*m+m]
+		ap := alpha[leave]
+		nz = nz[:0]
+		for i, v := range pr {
+			if v != 0 {
+				pr[i] = v / ap
+				nz = append(nz, i)
+			}
+		}
+		xb[leave] /= ap
+		for i := 0; i < m; i++ {
+			if i == leave || alpha[i] == 0 {
+				continue
+			}
+			f := alpha[i]
+			row := binv[i*m : i*m+m]
+			for _, k := range nz {
+				row[k] -= f * pr[k]
+			}
+			xb[i] -= f * xb[leave]
+			if xb[i] < 0 && xb[i] > -1e-9 {
+				xb[i] = 0
+			}
+		}
+		// π' = π + d_enter · (row leave of the new B⁻¹).
+		for _, k := range nz {
+			pi[k] += best * pr[k]
+		}
+		isBasic[basis[leave]] = false
+		isBasic[enter] = true
+		basis[leave] = enter
+	}
+	return pi, primal(xb, basis, len(cols)), false
+}
+
+func primal(xb []float64, basis []int, n int) []float64 {
+	x := make([]float64, n)
+	for i, j := range basis {
+		x[j] = math.Max(0, xb[i])
+	}
+	return x
+}
+
+// recomputeDuals sets π = c_B·B⁻¹ afresh (the per-pivot updates drift numerically).
+func recomputeDuals(pi, binv []float64, basis []int, cols []sparseCol, m int) {
+	for i := range pi {
+		pi[i] = 0
+	}
+	for k := 0; k < m; k++ {
+		ck := cols[basis[k]].cost
+		if ck == 0 {
+			continue
+		}
+		for i, v := range binv[k*m : k*m+m] {
+			pi[i] += ck * v
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package solver
+
+import (
+	"math"
+	"math/rand"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+)
+
+// TestRevisedSimplexMatchesGonum solves random assignment-shaped LPs (cover rows with an
+// artificial and a surplus each, capacity rows with a slack each) with revisedSimplex and with
+// gonum's dense lp.Simplex and compares the optimum (π·b, by strong duality).
+func TestRevisedSimplexMatchesGonum(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for trial := 0; trial < 20; trial++ {
+		G, K, R := 2+rng.Intn(4), 2+rng.Intn(4), 1+rng.Intn(3)
+		m := G + K*R
+		b := make([]float64, m)
+		var cols []sparseCol
+		basis := make([]int, m)
+		for g := 0; g < G; g++ {
+			b[g] = float64(1 + rng.Intn(20))
+			basis[g] = len(cols)
+			cols = append(cols, sparseCol{cost: 1000, rows: []int32{int32(g)}, vals: []float64{1}})
+			cols = append(cols, sparseCol{rows: []int32{int32(g)}, vals: []float64{-1}})
+		}
+		d := make([][]float64, G)
+		for g := range d {
+			d[g] = make([]float64, R)
+			for r := range d[g] {
+				d[g][r] = 0.05 + rng.Float64()*0.3
+			}
+		}
+		for k := 0; k < K; k++ {
+			x := sparseCol{cost: 0.5 + rng.Float64()}
+			for r := 0; r < R; r++ {
+				row := G + k*R + r
+				basis[row] = len(cols)
+				cols = append(cols, sparseCol{rows: []int32{int32(row)}, vals: []float64{1}})
+				x.rows = append(x.rows, int32(row))
+				x.vals = append(x.vals, -(0.5 + rng.Float64()))
+			}
+			cols = append(cols, x)
+			for g := 0; g < G; g++ {
+				if rng.Intn(4) == 0 && k > 0 {
+					continue // not every group may use every offering
+				}
+				y := sparseCol{rows: []int32{int32(g)}, vals: []float64{1}}
+				for r := 0; r < R; r++ {
+					y.rows = append(y.rows, int32(G+k*R+r))
+					y.vals = append(y.vals, d[g][r])
+				}
+				cols = append(cols, y)
+			}
+		}
+		pi, _, ok := revisedSimplex(m, b, cols, append([]int(nil), basis...), 10000)
+		if !ok {
+			t.Fatalf("trial %d: not optimal", trial)
+		}
+		got := 0.0
+		for i := range b {
+			got += pi[i] * b[i]
+		}
+		a := mat.NewDense(m, len(cols), nil)
+		c := make([]float64, len(cols))
+		for j, col := range cols {
+			c[j] = col.cost
+			for k, r := range col.rows {
+				a.Set(int(r), j, col.vals[k])
+			}
+		}
+		want, _, err := lp.Simplex(c, a, b, 1e-10, nil)
+		if err != nil {
+			t.Fatalf("trial %d: gonum: %v", trial, err)
+		}
+		if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
+			t.Errorf("trial %d: revisedSimplex optimum %.9f, gonum %.9f", trial, got, want)
+		}
+	}
+}
