@@ -135,3 +135,5 @@ func decode(t *testing.T, b64 string) string {
 }
 
 func toString(v any) string { return fmt.Sprint(v) }
+
+func clientKey(name string) client.ObjectKey { return client.ObjectKey{Name: name} }
