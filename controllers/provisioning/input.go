@@ -12,6 +12,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/policy"
 	"github.com/joist-dev/joist/solver"
 )
@@ -79,6 +80,7 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 	podsByNode := map[string][]*corev1.Pod{}
 	nominated := map[string][]*corev1.Pod{} // claim name → pending pods nominated to it
 	live := p.liveClaims(claims.Items)
+	claimOfNode := state.ClaimsByNodeName(claims.Items) // nominatedNodeName holds node names, not claim names
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		switch {
@@ -89,10 +91,10 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot, error) {
 		case provisionable(pod):
 			p.nominations.Expired(pod.UID, p.clock.Now(), p.opts.RejectionGrace)
 			claim, ok := p.nominations.ClaimOf(pod.UID)
-			if !ok && live[pod.Status.NominatedNodeName] && !p.nominations.Turned(pod.UID) {
+			if c := claimOfNode[pod.Status.NominatedNodeName]; !ok && live[c] && !p.nominations.Turned(pod.UID) {
 				// Nominated before a restart: the pod remembers. (Not a pod whose nomination
 				// expired after the scheduler turned it away: the field is just stale.)
-				claim, ok = pod.Status.NominatedNodeName, true
+				claim, ok = c, true
 				p.nominations.Nominate(claim, pod.UID)
 			}
 			if ok && live[claim] {
