@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -76,6 +77,11 @@ func (p *Prices) Spot(instanceType, zone string) (float64, bool) {
 // Refresh updates on-demand prices (when a Pricing client is configured) and spot prices. A
 // failure keeps the previous prices; the error says which part failed and how old the kept data is.
 func (p *Prices) Refresh(ctx context.Context) error {
+	return errors.Join(p.RefreshOnDemand(ctx), p.RefreshSpot(ctx))
+}
+
+// RefreshOnDemand updates on-demand prices from the Pricing API, when a client is configured.
+func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 	var errs []error
 	if p.pricing != nil {
 		if prices, err := OnDemandPrices(ctx, p.pricing, p.region); err != nil {
@@ -86,18 +92,50 @@ func (p *Prices) Refresh(ctx context.Context) error {
 			p.mu.Unlock()
 		}
 	}
-	if spot, err := p.spotPrices(ctx); err != nil {
-		errs = append(errs, fmt.Errorf("refreshing spot prices: %w", err))
-	} else {
-		p.mu.Lock()
-		p.spot, p.spotDate = spot, p.clock.Now()
-		p.mu.Unlock()
-	}
 	p.report(ctx)
-	if len(errs) > 0 {
-		return fmt.Errorf("%v", errs)
+	return errors.Join(errs...)
+}
+
+// RefreshSpot updates spot prices from DescribeSpotPriceHistory.
+func (p *Prices) RefreshSpot(ctx context.Context) error {
+	spot, err := p.spotPrices(ctx)
+	if err != nil {
+		p.report(ctx)
+		return fmt.Errorf("refreshing spot prices (keeping the previous ones): %w", err)
 	}
+	p.mu.Lock()
+	p.spot, p.spotDate = spot, p.clock.Now()
+	p.mu.Unlock()
+	p.report(ctx)
 	return nil
+}
+
+// Refresher returns a runnable refreshing spot prices every spotEvery and on-demand prices every
+// onDemandEvery, starting with both; failures are logged with the age of the data kept.
+func (p *Prices) Refresher(onDemandEvery, spotEvery time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		logger := log.FromContext(ctx).WithName("pricing")
+		run := func(f func(context.Context) error) {
+			if err := f(ctx); err != nil {
+				logger.Error(err, "refreshing prices")
+			}
+		}
+		run(p.RefreshOnDemand)
+		run(p.RefreshSpot)
+		od, spot := time.NewTicker(onDemandEvery), time.NewTicker(spotEvery)
+		defer od.Stop()
+		defer spot.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-od.C:
+				run(p.RefreshOnDemand)
+			case <-spot.C:
+				run(p.RefreshSpot)
+			}
+		}
+	}
 }
 
 // staleAfter is the age from which price data is logged as stale.
