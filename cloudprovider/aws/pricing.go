@@ -92,7 +92,7 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 			p.mu.Unlock()
 		}
 	}
-	p.report(ctx)
+	p.report(ctx, true)
 	return errors.Join(errs...)
 }
 
@@ -100,13 +100,13 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 func (p *Prices) RefreshSpot(ctx context.Context) error {
 	spot, err := p.spotPrices(ctx)
 	if err != nil {
-		p.report(ctx)
+		p.report(ctx, false)
 		return fmt.Errorf("refreshing spot prices (keeping the previous ones): %w", err)
 	}
 	p.mu.Lock()
 	p.spot, p.spotDate = spot, p.clock.Now()
 	p.mu.Unlock()
-	p.report(ctx)
+	p.report(ctx, false)
 	return nil
 }
 
@@ -141,7 +141,8 @@ func (p *Prices) Refresher(onDemandEvery, spotEvery time.Duration) func(context.
 // staleAfter is the age from which price data is logged as stale.
 const staleAfter = 7 * 24 * time.Hour
 
-func (p *Prices) report(ctx context.Context) {
+// report sets the age metrics; logStale also logs on-demand data older than staleAfter.
+func (p *Prices) report(ctx context.Context, logStale bool) {
 	p.mu.RLock()
 	odAge, spotAge := p.clock.Since(p.onDemandDate), p.clock.Since(p.spotDate)
 	spotKnown := !p.spotDate.IsZero()
@@ -150,7 +151,7 @@ func (p *Prices) report(ctx context.Context) {
 	if spotKnown {
 		priceAge.WithLabelValues("spot").Set(spotAge.Seconds())
 	}
-	if odAge > staleAfter {
+	if logStale && odAge > staleAfter {
 		log.FromContext(ctx).Info("on-demand prices are stale", "age", odAge.Round(time.Hour).String(), "region", p.region)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -210,6 +211,24 @@ func TestPendingPodLaunchesAnEC2InstanceAndItsNodeRegisters(t *testing.T) {
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
 	}
 	if err := kube.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	// The apiserver's TaintNodesByCondition admission adds node.kubernetes.io/not-ready on create;
+	// with no kube-controller-manager here, the test lifts it as its node lifecycle controller would.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil {
+			return err
+		}
+		var kept []corev1.Taint
+		for _, taint := range n.Spec.Taints {
+			if taint.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, taint)
+			}
+		}
+		n.Spec.Taints = kept
+		return kube.Update(ctx, n)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, ctx, "the claim registered and initialized on the node", func() (bool, string) {
