@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -42,6 +43,7 @@ type Clients struct {
 	EC2     *ec2.Client
 	SSM     *ssm.Client
 	SQS     *sqs.Client
+	IAM     *iam.Client
 	Pricing *pricing.Client // nil when disabled
 }
 
@@ -81,6 +83,7 @@ func NewClients(ctx context.Context, opts ClientOptions) (*Clients, error) {
 		EC2:    ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.BaseEndpoint = endpoint }),
 		SSM:    ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = endpoint }),
 		SQS:    sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint }),
+		IAM:    iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = endpoint }),
 	}
 	if !opts.DisablePricing {
 		c.Pricing = pricing.NewFromConfig(cfg, func(o *pricing.Options) {

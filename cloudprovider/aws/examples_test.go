@@ -9,8 +9,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/cloudprovider"
 	ec2data "github.com/joist-dev/joist/catalog/ec2"
+	"github.com/joist-dev/joist/cloudprovider"
 )
 
 // TestKarpenterExampleNodePoolsSelectAsUpstream evaluates the requirements of Karpenter's example

@@ -60,7 +60,7 @@ func newWorld(t *testing.T) *world {
 		provider: awsprovider.New(kube, clients, unavailable, clk, awsprovider.Options{
 			ClusterName: cluster, ClusterEndpoint: "https://ABC.gr7.us-west-2.eks.amazonaws.com", ClusterCABundle: "Q0E=",
 		}),
-		nodeClasses: ec2nodeclass.New(kube, clients.EC2, clients.SSM, ec2nodeclass.Options{
+		nodeClasses: ec2nodeclass.New(kube, clients.EC2, clients.SSM, clients.IAM, ec2nodeclass.Options{ClusterName: cluster, Region: clients.Region,
 			KubernetesVersion: func(context.Context) (string, error) { return fake.KubernetesVersion, nil },
 		}),
 	}

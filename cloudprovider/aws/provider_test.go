@@ -77,14 +77,38 @@ func TestDiscoveryFailuresSayWhatToFix(t *testing.T) {
 	}
 }
 
-func TestRoleWithoutInstanceProfileIsNotReady(t *testing.T) {
+func TestRoleGetsAManagedInstanceProfile(t *testing.T) {
 	w := newWorld(t)
 	nc := nodeClass("role")
 	nc.Spec.InstanceProfile, nc.Spec.Role = nil, "KarpenterNodeRole-prod"
 	got := w.apply(t, nc)
 	c := got.GetCondition(awsv1.ConditionTypeInstanceProfileReady)
-	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.instanceProfile") {
-		t.Errorf("InstanceProfileReady = %+v, want False telling to set spec.instanceProfile", c)
+	if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "KarpenterNodeRole-prod") {
+		t.Errorf("InstanceProfileReady = %+v, want False naming the missing role", c)
+	}
+	w.aws.AddRole("KarpenterNodeRole-prod")
+	got = w.reconcile(t, "role")
+	if !got.IsTrue(awsv1.ConditionTypeInstanceProfileReady) || !strings.HasPrefix(got.Status.InstanceProfile, "prod_") {
+		t.Fatalf("InstanceProfileReady %+v, status.instanceProfile %q", got.GetCondition(awsv1.ConditionTypeInstanceProfileReady), got.Status.InstanceProfile)
+	}
+	profiles := w.aws.InstanceProfiles()
+	if len(profiles) != 1 || profiles[0].Name != got.Status.InstanceProfile || len(profiles[0].Roles) != 1 || profiles[0].Roles[0] != "KarpenterNodeRole-prod" ||
+		profiles[0].Tags["kubernetes.io/cluster/prod"] != "owned" || profiles[0].Tags["karpenter.k8s.aws/ec2nodeclass"] != "role" {
+		t.Errorf("instance profiles = %+v", profiles)
+	}
+	// A changed role replaces the old one in the same profile.
+	w.aws.AddRole("NodeRole-v2")
+	stored := &awsv1.EC2NodeClass{}
+	if err := w.kube.Get(context.Background(), clientKey("role"), stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Spec.Role = "NodeRole-v2"
+	if err := w.kube.Update(context.Background(), stored); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t, "role")
+	if p := w.aws.InstanceProfiles(); len(p) != 1 || len(p[0].Roles) != 1 || p[0].Roles[0] != "NodeRole-v2" {
+		t.Errorf("after the role change, profiles = %+v", p)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,8 @@ type Options struct {
 	RetryPeriod time.Duration
 	// KubernetesVersion returns the cluster's minor version ("1.33"), for alias AMIs.
 	KubernetesVersion func(context.Context) (string, error)
+	// ClusterName and Region name and tag the instance profiles managed for spec.role.
+	ClusterName, Region string
 }
 
 // Controller reconciles EC2NodeClasses.
@@ -37,18 +40,19 @@ type Controller struct {
 	kube client.Client
 	ec2  *ec2.Client
 	ssm  *ssm.Client
+	iam  *iam.Client // nil: spec.role is not supported
 	opts Options
 }
 
 // New returns the controller.
-func New(kube client.Client, ec2c *ec2.Client, ssmc *ssm.Client, opts Options) *Controller {
+func New(kube client.Client, ec2c *ec2.Client, ssmc *ssm.Client, iamc *iam.Client, opts Options) *Controller {
 	if opts.Period == 0 {
 		opts.Period = 5 * time.Minute
 	}
 	if opts.RetryPeriod == 0 {
 		opts.RetryPeriod = 30 * time.Second
 	}
-	return &Controller{kube: kube, ec2: ec2c, ssm: ssmc, opts: opts}
+	return &Controller{kube: kube, ec2: ec2c, ssm: ssmc, iam: iamc, opts: opts}
 }
 
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
@@ -65,7 +69,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	stored := nc.DeepCopy()
 	ok := true
-	for _, step := range []func(context.Context, *awsv1.EC2NodeClass) bool{c.subnets, c.securityGroups, c.amis, instanceProfile, validate} {
+	for _, step := range []func(context.Context, *awsv1.EC2NodeClass) bool{c.subnets, c.securityGroups, c.amis, c.instanceProfile, validate} {
 		ok = step(ctx, nc) && ok
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
@@ -82,20 +86,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Register sets the controller up with the manager.
 func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("ec2nodeclass").For(&awsv1.EC2NodeClass{}).Complete(c)
-}
-
-// instanceProfile resolves the profile: spec.instanceProfile as given. Joist does not manage IAM
-// instance profiles for spec.role yet, so a role gets a condition saying what to do instead.
-func instanceProfile(_ context.Context, nc *awsv1.EC2NodeClass) bool {
-	if nc.Spec.InstanceProfile != nil {
-		nc.Status.InstanceProfile = *nc.Spec.InstanceProfile
-		nc.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, "InstanceProfileReady", "")
-		return true
-	}
-	nc.Status.InstanceProfile = ""
-	nc.SetCondition(awsv1.ConditionTypeInstanceProfileReady, metav1.ConditionFalse, "RoleNotSupported",
-		fmt.Sprintf("spec.role %q: Joist does not create instance profiles yet; create one holding the role (aws iam create-instance-profile; add-role-to-instance-profile) and set spec.instanceProfile instead", nc.Spec.Role))
-	return false
 }
 
 // validate checks what CEL cannot: that kubelet reservations and thresholds are quantities.

@@ -22,8 +22,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
@@ -54,7 +54,7 @@ type withControllers struct {
 
 func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Manager) error {
 	c := w.Clients()
-	return ec2nodeclass.New(mgr.GetClient(), c.EC2, c.SSM, ec2nodeclass.Options{
+	return ec2nodeclass.New(mgr.GetClient(), c.EC2, c.SSM, c.IAM, ec2nodeclass.Options{ClusterName: "prod", Region: c.Region,
 		KubernetesVersion: func(context.Context) (string, error) { return fake.KubernetesVersion, nil },
 	}).Register(mgr)
 }

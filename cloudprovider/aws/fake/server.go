@@ -38,6 +38,8 @@ type Server struct {
 	ssm             map[string]string
 	queues          map[string][]*message
 	products        []string
+	profiles        map[string]*InstanceProfile
+	roles           map[string]bool
 	throttle        map[string]int // action → calls left to throttle
 	calls           []Call
 	nextID          int
@@ -113,7 +115,7 @@ func New(region string, instanceTypes []string, zones []string) *Server {
 	s := &Server{
 		Region: region, typeZones: map[string][]string{}, launchTemplates: map[string]*LaunchTemplate{},
 		pools: map[Pool]int{}, ssm: map[string]string{}, queues: map[string][]*message{}, throttle: map[string]int{},
-		PageSize: 1000, clock: time.Now,
+		PageSize: 1000, clock: time.Now, profiles: map[string]*InstanceProfile{}, roles: map[string]bool{},
 	}
 	for _, name := range instanceTypes {
 		info := ec2data.Lookup(name)
@@ -164,6 +166,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action := params.Get("Action")
+	if params.Get("Version") == iamVersion {
+		s.calls = append(s.calls, Call{Service: "iam", Action: action, Params: params})
+		s.serveIAM(w, action, params)
+		return
+	}
 	s.calls = append(s.calls, Call{Service: "ec2", Action: action, Params: params})
 	if s.throttled(action) {
 		writeEC2Error(w, http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
