@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -32,6 +33,7 @@ import (
 	"github.com/joist-dev/joist/cloudprovider"
 	awsprovider "github.com/joist-dev/joist/cloudprovider/aws"
 	"github.com/joist-dev/joist/cloudprovider/aws/fake"
+	"github.com/joist-dev/joist/cloudprovider/aws/interruption"
 	"github.com/joist-dev/joist/controllers"
 	"github.com/joist-dev/joist/controllers/ec2nodeclass"
 	"github.com/joist-dev/joist/test/env"
@@ -54,6 +56,11 @@ type withControllers struct {
 
 func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Manager) error {
 	c := w.Clients()
+	poller := interruption.New(mgr.GetClient(), c.SQS, w.UnavailableOfferings(), mgr.GetEventRecorder("joist"),
+		interruption.Options{Queue: "joist-interruption", WaitTime: time.Second})
+	if err := mgr.Add(poller); err != nil {
+		return err
+	}
 	return ec2nodeclass.New(mgr.GetClient(), c.EC2, c.SSM, c.IAM, ec2nodeclass.Options{ClusterName: "prod", Region: c.Region,
 		KubernetesVersion: func(context.Context) (string, error) { return fake.KubernetesVersion, nil },
 	}).Register(mgr)
@@ -86,7 +93,7 @@ spec:
   limits: {cpu: "100"}
 `
 
-func TestPendingPodLaunchesAnEC2InstanceAndItsNodeRegisters(t *testing.T) {
+func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T) {
 	scheme := env.DefaultScheme()
 	if err := awsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -257,6 +264,22 @@ func TestPendingPodLaunchesAnEC2InstanceAndItsNodeRegisters(t *testing.T) {
 	if pending.Status.NominatedNodeName != inst.PrivateDNSName {
 		t.Errorf("pod nominated to %q, want the node %q", pending.Status.NominatedNodeName, inst.PrivateDNSName)
 	}
+
+	// AWS Health schedules the instance's retirement: the claim is deleted, the node drained and
+	// deleted, and the instance terminated through the termination path.
+	aws.SendMessage("joist-interruption", `{"version":"0","id":"1","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-12-01T10:00:00Z","region":"us-west-2","resources":[],"detail":{"service":"EC2","eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","affectedEntities":[{"entityValue":"`+inst.ID+`"}]}}`)
+	eventually(t, ctx, "the retiring instance terminated and its claim and node gone", func() (bool, string) {
+		state := ""
+		for _, i := range aws.Instances() {
+			if i.ID == inst.ID {
+				state = i.State
+			}
+		}
+		claimErr := kube.Get(ctx, client.ObjectKey{Name: claim.Name}, &v1.NodeClaim{})
+		nodeErr := kube.Get(ctx, client.ObjectKey{Name: inst.PrivateDNSName}, &corev1.Node{})
+		return state == "terminated" && apierrors.IsNotFound(claimErr) && apierrors.IsNotFound(nodeErr),
+			fmt.Sprintf("instance %s, claim %v, node %v, queue %d", state, claimErr, nodeErr, aws.QueueLength("joist-interruption"))
+	})
 }
 
 func eventually(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {
