@@ -59,7 +59,15 @@ func (p *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	}
 	out, err := p.clients.EC2.CreateFleet(ctx, req)
 	if err != nil {
+		if isNotFound(err) {
+			p.templates.forget() // deleted behind our back (NodeClass finalizer, console): recreate next time
+		}
 		return nil, fmt.Errorf("creating fleet for %s: %w", claim.Name, err)
+	}
+	for _, e := range out.Errors {
+		if notFoundCodes[aws.ToString(e.ErrorCode)] {
+			p.templates.forget()
+		}
 	}
 	return p.fleetResult(ctx, nc, claim, its, out, capacityType)
 }

@@ -69,6 +69,13 @@ func (l *launchTemplates) ensure(ctx context.Context, in launchTemplateInput) (s
 	return name, nil
 }
 
+// forget drops what is known to exist, so the next launch checks again.
+func (l *launchTemplates) forget() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.known = map[string]bool{}
+}
+
 func (l *launchTemplates) createInput(name string, in launchTemplateInput) *ec2.CreateLaunchTemplateInput {
 	nc := in.nodeClass
 	data := &ec2types.RequestLaunchTemplateData{

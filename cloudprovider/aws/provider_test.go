@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/joist-dev/joist/api/aws/v1"
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -447,4 +450,43 @@ func instanceTags(p url.Values) map[string]string {
 		}
 	}
 	return out
+}
+
+func TestDeletedNodeClassCleansUpOnceUnused(t *testing.T) {
+	w := newWorld(t)
+	w.aws.AddRole("KarpenterNodeRole-prod")
+	nc := nodeClass("default")
+	nc.Spec.InstanceProfile, nc.Spec.Role = nil, "KarpenterNodeRole-prod"
+	w.apply(t, nc)
+	ctx := context.Background()
+	c := claim("in-use", req(v1.CapacityTypeLabelKey, "In", "on-demand"))
+	if _, err := w.provider.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.kube.Create(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	stored := &awsv1.EC2NodeClass{}
+	if err := w.kube.Get(ctx, clientKey("default"), stored); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.kube.Delete(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	w.reconcile(t, "default")
+	if len(w.aws.LaunchTemplates()) != 2 || len(w.aws.InstanceProfiles()) != 1 { // one template per AMI (amd64, arm64)
+		t.Fatalf("cleaned up while a NodeClaim uses the NodeClass: %d templates, %d profiles", len(w.aws.LaunchTemplates()), len(w.aws.InstanceProfiles()))
+	}
+	if err := w.kube.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.nodeClasses.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, p := len(w.aws.LaunchTemplates()), len(w.aws.InstanceProfiles()); n != 0 || p != 0 {
+		t.Errorf("after the last claim went: %d launch templates, %d instance profiles left", n, p)
+	}
+	if err := w.kube.Get(ctx, clientKey("default"), &awsv1.EC2NodeClass{}); !apierrors.IsNotFound(err) {
+		t.Errorf("EC2NodeClass still there: %v", err)
+	}
 }

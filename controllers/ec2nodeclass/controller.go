@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/joist-dev/joist/api/aws/v1"
@@ -55,7 +56,7 @@ func New(kube client.Client, ec2c *ec2.Client, ssmc *ssm.Client, iamc *iam.Clien
 	return &Controller{kube: kube, ec2: ec2c, ssm: ssmc, iam: iamc, opts: opts}
 }
 
-// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=karpenter.k8s.aws,resources=ec2nodeclasses/status,verbs=get;update;patch
 
 // Reconcile resolves one NodeClass and writes its status in one patch.
@@ -65,7 +66,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nc.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil
+		return c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, Finalizer) {
+		stored := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, Finalizer)
+		if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer to EC2NodeClass %s: %w", nc.Name, err))
+		}
 	}
 	stored := nc.DeepCopy()
 	ok := true

@@ -48,7 +48,7 @@ func (s *Server) serveIAM(w http.ResponseWriter, action string, p url.Values) {
 	name := p.Get("InstanceProfileName")
 	profile := s.profiles[name]
 	switch action {
-	case "GetInstanceProfile", "AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile":
+	case "GetInstanceProfile", "AddRoleToInstanceProfile", "RemoveRoleFromInstanceProfile", "DeleteInstanceProfile":
 		if profile == nil {
 			writeIAMError(w, http.StatusNotFound, "NoSuchEntity", "Instance Profile "+name+" cannot be found.")
 			return
@@ -80,6 +80,12 @@ func (s *Server) serveIAM(w http.ResponseWriter, action string, p url.Values) {
 		profile.Roles = []string{role}
 	case "RemoveRoleFromInstanceProfile":
 		profile.Roles = nil
+	case "DeleteInstanceProfile":
+		if len(profile.Roles) > 0 {
+			writeIAMError(w, http.StatusConflict, "DeleteConflict", "Cannot delete entity, must remove roles from instance profile first.")
+			return
+		}
+		delete(s.profiles, name)
 	default:
 		writeIAMError(w, http.StatusBadRequest, "InvalidAction", "the fake does not implement iam "+action)
 		return
