@@ -10,9 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/catalog"
+	ec2data "github.com/joist-dev/joist/catalog/ec2"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
 )
+
+// ec2CatalogName selects catalog/ec2's real EC2 instance types as the kwok provider's catalog.
+const ec2CatalogName = "embedded-ec2"
 
 // cloudFlags select and configure the cloud provider.
 type cloudFlags struct {
@@ -26,7 +30,7 @@ type cloudFlags struct {
 
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.provider, "cloud-provider", "kwok", "Cloud provider: kwok (simulated nodes run by a KWOK process) or aws (EC2, see docs/aws.md).")
-	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog).")
+	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices).")
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
 	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
@@ -46,7 +50,11 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 		return nil, fmt.Errorf("--kwok-error-rate must be between 0 and 1, got %v", c.errorRate)
 	}
 	its := catalog.Default()
-	if c.catalogPath != "" {
+	switch {
+	case c.catalogPath == ec2CatalogName:
+		// Real EC2 shapes and on-demand prices; spot at an estimated 35 % of on-demand.
+		its = ec2data.InstanceTypes(ec2data.Options{Zones: catalog.Zones, SpotPriceFactor: 0.35})
+	case c.catalogPath != "":
 		data, err := os.ReadFile(c.catalogPath)
 		if err != nil {
 			return nil, fmt.Errorf("reading --catalog: %w", err)
