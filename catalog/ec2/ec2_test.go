@@ -106,3 +106,13 @@ func TestBenchmarkCatalog(t *testing.T) {
 		t.Fatal("m5.large missing")
 	}
 }
+
+// BenchmarkInstanceTypes measures building the whole catalog (1,345 priced types × 3 zones × 2
+// capacity types) with the allocatable math: what the AWS provider does per NodePool and round.
+func BenchmarkInstanceTypes(b *testing.B) {
+	for b.Loop() {
+		if len(ec2.InstanceTypes(ec2.Options{SpotPriceFactor: 0.4})) == 0 {
+			b.Fatal("empty catalog")
+		}
+	}
+}
