@@ -2,6 +2,7 @@ package ec2nodeclass
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/smithy-go"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -95,6 +97,6 @@ func (c *Controller) deleteProfile(ctx context.Context, name string) error {
 }
 
 func isNotFoundLT(err error) bool {
-	var apiErr interface{ ErrorCode() string }
-	return errorsAs(err, &apiErr) && apiErr.ErrorCode() == "InvalidLaunchTemplateName.NotFoundException"
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "InvalidLaunchTemplateName.NotFoundException"
 }

@@ -85,7 +85,5 @@ func (c *Controller) ensureProfile(ctx context.Context, nc *awsv1.EC2NodeClass, 
 
 func isNoSuchEntity(err error) bool {
 	var apiErr smithy.APIError
-	return errorsAs(err, &apiErr) && apiErr.ErrorCode() == "NoSuchEntity"
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchEntity"
 }
-
-func errorsAs(err error, target any) bool { return errors.As(err, target) }

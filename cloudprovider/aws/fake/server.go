@@ -45,7 +45,7 @@ type Server struct {
 	nextID          int
 	// PageSize caps every paginated answer (so pagination is exercised with few items).
 	PageSize int
-	// LaunchDelay delays nothing; it is the age new instances report (LaunchTime = now − LaunchDelay).
+	// clock stamps launch times and spot price history.
 	clock func() time.Time
 }
 
