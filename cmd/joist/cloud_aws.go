@@ -20,6 +20,7 @@ import (
 	"github.com/joist-dev/joist/cloudprovider"
 	awsprovider "github.com/joist-dev/joist/cloudprovider/aws"
 	"github.com/joist-dev/joist/cloudprovider/aws/interruption"
+	"github.com/joist-dev/joist/cloudprovider/aws/tagging"
 	"github.com/joist-dev/joist/controllers/ec2nodeclass"
 )
 
@@ -79,7 +80,8 @@ func (a *awsFlags) build(kube client.Client, unavailable *cloudprovider.Unavaila
 }
 
 // awsCloud is the aws provider with the controllers it brings: the EC2NodeClass controller, the
-// interruption poller (when a queue is configured) and the price refresher.
+// instance tagging controller, the interruption poller (when a queue is configured) and the price
+// refresher.
 type awsCloud struct {
 	*awsprovider.CloudProvider
 	queue string
@@ -91,6 +93,9 @@ func (a *awsCloud) RegisterControllers(_ context.Context, mgr manager.Manager) e
 	opts := ec2nodeclass.Options{KubernetesVersion: kubernetesVersion(mgr.GetConfig()), ClusterName: a.ClusterName(), Region: clients.Region}
 	if err := ec2nodeclass.New(mgr.GetClient(), clients.EC2, clients.SSM, clients.IAM, opts).Register(mgr); err != nil {
 		return fmt.Errorf("registering ec2nodeclass controller: %w", err)
+	}
+	if err := tagging.New(mgr.GetClient(), clients.EC2).Register(mgr); err != nil {
+		return fmt.Errorf("registering instance tagging controller: %w", err)
 	}
 	if a.queue != "" {
 		poller := interruption.New(mgr.GetClient(), clients.SQS, a.UnavailableOfferings(), mgr.GetEventRecorder("joist"), interruption.Options{Queue: a.queue})

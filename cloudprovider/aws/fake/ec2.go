@@ -234,6 +234,9 @@ func (s *Server) createTags(x *xb, p url.Values) (int, string, string) {
 		if !contains(ids, inst.ID) {
 			continue
 		}
+		if inst.Tags == nil {
+			inst.Tags = map[string]string{}
+		}
 		for _, i := range indices(p, "Tag") {
 			t := item(p, "Tag", i)
 			inst.Tags[t.Get("Key")] = t.Get("Value")
