@@ -34,6 +34,7 @@ import (
 	awsprovider "github.com/joist-dev/joist/cloudprovider/aws"
 	"github.com/joist-dev/joist/cloudprovider/aws/fake"
 	"github.com/joist-dev/joist/cloudprovider/aws/interruption"
+	"github.com/joist-dev/joist/cloudprovider/aws/tagging"
 	"github.com/joist-dev/joist/controllers"
 	"github.com/joist-dev/joist/controllers/ec2nodeclass"
 	"github.com/joist-dev/joist/test/env"
@@ -59,6 +60,9 @@ func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Mana
 	poller := interruption.New(mgr.GetClient(), c.SQS, w.UnavailableOfferings(), mgr.GetEventRecorder("joist"),
 		interruption.Options{Queue: "joist-interruption", WaitTime: time.Second})
 	if err := mgr.Add(poller); err != nil {
+		return err
+	}
+	if err := tagging.New(mgr.GetClient(), c.EC2).Register(mgr); err != nil {
 		return err
 	}
 	return ec2nodeclass.New(mgr.GetClient(), c.EC2, c.SSM, c.IAM, ec2nodeclass.Options{ClusterName: "prod", Region: c.Region,
@@ -264,6 +268,15 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 	if pending.Status.NominatedNodeName != inst.PrivateDNSName {
 		t.Errorf("pod nominated to %q, want the node %q", pending.Status.NominatedNodeName, inst.PrivateDNSName)
 	}
+
+	eventually(t, ctx, "the instance named after its node", func() (bool, string) {
+		for _, i := range aws.Instances() {
+			if i.ID == inst.ID {
+				return i.Tags["Name"] == inst.PrivateDNSName, "Name=" + i.Tags["Name"]
+			}
+		}
+		return false, "instance gone"
+	})
 
 	// AWS Health schedules the instance's retirement: the claim is deleted, the node drained and
 	// deleted, and the instance terminated through the termination path.
