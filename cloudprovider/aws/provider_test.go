@@ -248,8 +248,18 @@ func TestCreateFleetRequestForSpot(t *testing.T) {
 			t.Errorf("launch template %s = %q, want %q", k, got, want)
 		}
 	}
-	if !strings.Contains(decode(t, d.Get("UserData")), "karpenter.sh/unregistered") {
-		t.Errorf("user data does not register the node with the unregistered taint")
+	userData := decode(t, d.Get("UserData"))
+	for _, want := range []string{
+		"Content-Type: application/node.eks.aws", "kind: NodeConfig", "name: prod",
+		"apiServerEndpoint: https://ABC.gr7.us-west-2.eks.amazonaws.com", "certificateAuthority: Q0E=",
+		"karpenter.sh/capacity-type=spot", "karpenter.sh/nodepool=default", "--register-with-taints=\"karpenter.sh/unregistered:NoExecute\"",
+	} {
+		if !strings.Contains(userData, want) {
+			t.Errorf("AL2023 user data lacks %q:\n%s", want, userData)
+		}
+	}
+	if strings.Contains(userData, "maxPods") {
+		t.Errorf("user data sets maxPods although the NodeClass does not (nodeadm computes the ENI limit)")
 	}
 
 	// Create is idempotent: the instance tagged for the claim is returned, nothing is launched.
