@@ -217,11 +217,18 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 	if err := kube.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	node.Status = corev1.NodeStatus{
-		Capacity: claim.Status.Capacity, Allocatable: claim.Status.Allocatable,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-	}
-	if err := kube.Status().Update(ctx, node); err != nil {
+	// Joist patches the node as soon as it sees it: re-read on conflict, as the kubelet would.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n := &corev1.Node{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: node.Name}, n); err != nil {
+			return err
+		}
+		n.Status = corev1.NodeStatus{
+			Capacity: claim.Status.Capacity, Allocatable: claim.Status.Allocatable,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		}
+		return kube.Status().Update(ctx, n)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// The apiserver's TaintNodesByCondition admission adds node.kubernetes.io/not-ready on create;
