@@ -61,7 +61,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := mgr.Add(provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
-	if err := nodeclaim.New(kube, cloud, nominations, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
+	unavailable := cloudprovider.UnavailableOfferingsOf(cloud)
+	if err := nodeclaim.New(kube, cloud, nominations, unavailable, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodeclaim lifecycle controller: %w", err)
 	}
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
@@ -75,6 +76,11 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	}
 	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
 		return fmt.Errorf("adding garbage collector: %w", err)
+	}
+	if r, ok := cloud.(cloudprovider.ControllerRegistrar); ok {
+		if err := r.RegisterControllers(ctx, mgr); err != nil {
+			return fmt.Errorf("registering %s provider controllers: %w", cloud.Name(), err)
+		}
 	}
 	if err := podmetrics.Register(kube); err != nil {
 		return err

@@ -50,9 +50,11 @@ type Options struct {
 	// LiveClaim reports whether pods nominated to a NodeClaim still count as placed there; nil means
 	// every NodeClaim not being deleted.
 	LiveClaim func(*v1.NodeClaim) bool
-	// Nomination returns the NodeClaim Joist nominated a pending pod to, if any (live holds the live
+	// Nomination returns the NodeClaim Joist nominated a pending pod to, if any. nominated is the claim
+	// the pod's status.nominatedNodeName names: the claim of that Node (whose name differs from the
+	// claim's on EC2), or the claim of that name before its Node registers. (live holds the live
 	// claims' names). nil means no pod is nominated: every provisionable pod is pending.
-	Nomination func(pod *corev1.Pod, live map[string]bool) (claim string, ok bool)
+	Nomination func(pod *corev1.Pod, nominated string, live map[string]bool) (claim string, ok bool)
 	// OwnNomination reports whether Joist wrote the pod's status.nominatedNodeName. Any other
 	// nomination of an existing node is the kube-scheduler's (preemption) and launches no node. nil
 	// means Joist wrote none.
@@ -138,7 +140,11 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 		case !Provisionable(pod):
 		default:
 			if opts.Nomination != nil {
-				if claim, ok := opts.Nomination(pod, live); ok && live[claim] {
+				target := pod.Status.NominatedNodeName
+				if nc := claimOfNode[target]; nc != nil {
+					target = nc.Name
+				}
+				if claim, ok := opts.Nomination(pod, target, live); ok && live[claim] {
 					nominated[claim] = append(nominated[claim], pod)
 					continue
 				}

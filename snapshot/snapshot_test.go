@@ -139,7 +139,7 @@ func TestBuildPodsAndNominations(t *testing.T) {
 		Pods:       []*corev1.Pod{bound, done, joist, preempt, stale, pendingPod("free")},
 	}
 	o := opts()
-	o.Nomination = func(pod *corev1.Pod, live map[string]bool) (string, bool) {
+	o.Nomination = func(pod *corev1.Pod, _ string, live map[string]bool) (string, bool) {
 		return "a-2", pod.Name == "joist" && live["a-2"]
 	}
 	o.OwnNomination = func(pod *corev1.Pod) bool { return pod.Name == "stale" }
@@ -220,4 +220,35 @@ func fmtList(v []string) string {
 		s += x
 	}
 	return s + "]"
+}
+
+// A pod nominated to a Node named otherwise than its claim (EC2 names Nodes after the instance)
+// is handed to the nomination callback as that claim, so a restart re-adopts it.
+func TestNominationResolvesTheNodesClaim(t *testing.T) {
+	byNode := pendingPod("by-node")
+	byNode.Status.NominatedNodeName = "ip-10-0-0-1.ec2.internal"
+	byClaim := pendingPod("by-claim")
+	byClaim.Status.NominatedNodeName = "a-2"
+	c := Cluster{
+		NodePools:  []*v1.NodePool{nodePool("a")},
+		Nodes:      []*corev1.Node{node("ip-10-0-0-1.ec2.internal", "a")},
+		NodeClaims: []*v1.NodeClaim{claim("a-1", "a", "ip-10-0-0-1.ec2.internal"), claim("a-2", "a", "")},
+		Pods:       []*corev1.Pod{byNode, byClaim},
+	}
+	got := map[string]string{}
+	o := opts()
+	o.Nomination = func(pod *corev1.Pod, nominated string, live map[string]bool) (string, bool) {
+		got[pod.Name] = nominated
+		return nominated, live[nominated]
+	}
+	s, err := Build(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["by-node"] != "a-1" || got["by-claim"] != "a-2" {
+		t.Errorf("nominated claims = %v, want by-node→a-1, by-claim→a-2", got)
+	}
+	if len(s.Pending) != 0 || len(s.Preempting) != 0 {
+		t.Errorf("pending %d, preempting %d: both pods should count as placed on their claims", len(s.Pending), len(s.Preempting))
+	}
 }

@@ -10,9 +10,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/catalog"
+	ec2data "github.com/joist-dev/joist/catalog/ec2"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
 )
+
+// ec2CatalogName selects catalog/ec2's real EC2 instance types as the kwok provider's catalog.
+const ec2CatalogName = "embedded-ec2"
 
 // cloudFlags select and configure the cloud provider.
 type cloudFlags struct {
@@ -21,25 +25,36 @@ type cloudFlags struct {
 	errorRate   float64
 	soldOut     string
 	seed        int64
+	aws         awsFlags
 }
 
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.provider, "cloud-provider", "kwok", "Cloud provider: kwok (simulated nodes run by a KWOK process).")
-	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog).")
+	fs.StringVar(&c.provider, "cloud-provider", "kwok", "Cloud provider: kwok (simulated nodes run by a KWOK process) or aws (EC2, see docs/aws.md).")
+	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices).")
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
 	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
+	c.aws.bind(fs)
 }
 
 func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, error) {
-	if c.provider != "kwok" {
-		return nil, fmt.Errorf("--cloud-provider=%q is not supported: use kwok", c.provider)
+	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
+	switch c.provider {
+	case "kwok":
+	case "aws":
+		return c.aws.build(kube, unavailable)
+	default:
+		return nil, fmt.Errorf("--cloud-provider=%q is not supported: use kwok or aws", c.provider)
 	}
 	if c.errorRate < 0 || c.errorRate > 1 {
 		return nil, fmt.Errorf("--kwok-error-rate must be between 0 and 1, got %v", c.errorRate)
 	}
 	its := catalog.Default()
-	if c.catalogPath != "" {
+	switch {
+	case c.catalogPath == ec2CatalogName:
+		// Real EC2 shapes and on-demand prices; spot at an estimated 35 % of on-demand.
+		its = ec2data.InstanceTypes(ec2data.Options{Zones: catalog.Zones, SpotPriceFactor: 0.35})
+	case c.catalogPath != "":
 		data, err := os.ReadFile(c.catalogPath)
 		if err != nil {
 			return nil, fmt.Errorf("reading --catalog: %w", err)
@@ -52,11 +67,19 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 	if err != nil {
 		return nil, err
 	}
-	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
-	return kwok.New(kube, unavailable, kwok.Options{
+	return &kwokCloud{CloudProvider: kwok.New(kube, unavailable, kwok.Options{
 		InstanceTypes: its, ErrorRate: c.errorRate, UnavailableOfferings: soldOut, Seed: c.seed,
-	}), nil
+	}), unavailable: unavailable}, nil
 }
+
+// kwokCloud shares the kwok provider's unavailable-offerings cache with the launch path.
+type kwokCloud struct {
+	*kwok.CloudProvider
+	unavailable *cloudprovider.UnavailableOfferings
+}
+
+// UnavailableOfferings is the cache the launch path marks.
+func (k *kwokCloud) UnavailableOfferings() *cloudprovider.UnavailableOfferings { return k.unavailable }
 
 // parseOfferings reads "type:zone:capacityType,…", checking each names a catalog offering.
 func parseOfferings(s string, its []*catalog.InstanceType) ([]cloudprovider.UnavailableOffering, error) {

@@ -1,13 +1,17 @@
 // Package garbagecollection terminates provider instances that no NodeClaim owns (leaked by a crash
-// between launch and status write, or by a claim deleted out of band) and deletes launched NodeClaims
-// whose instance disappeared.
+// between launch and status write, or by a claim deleted out of band), deletes launched NodeClaims
+// whose instance disappeared (terminated outside Joist: their finalizer then removes the Node), and
+// deletes Joist's Nodes that no claim owns and whose instance is gone. Each waits out a grace
+// period (MinAge) and is logged with the instance's provider ID.
 package garbagecollection
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -21,7 +25,8 @@ import (
 type Options struct {
 	// Period between sweeps.
 	Period time.Duration
-	// MinAge protects instances younger than this (their claim's status may not be written yet).
+	// MinAge protects instances, claims and nodes younger than this (a claim's status may not be
+	// written yet, a node may register before its claim records the instance).
 	MinAge time.Duration
 }
 
@@ -85,7 +90,8 @@ func (c *Collector) Sweep(ctx context.Context) error {
 		if owned[inst.Status.ProviderID] || owned[inst.Name] || c.clock.Since(inst.CreationTimestamp.Time) < c.opts.MinAge {
 			continue
 		}
-		log.FromContext(ctx).Info("terminating instance with no nodeclaim", "providerID", inst.Status.ProviderID)
+		log.FromContext(ctx).Info("terminating instance with no nodeclaim", "providerID", inst.Status.ProviderID,
+			"instance", instanceOf(inst.Status.ProviderID), "taggedFor", inst.Name, "age", c.clock.Since(inst.CreationTimestamp.Time).Round(time.Second).String())
 		if err := c.cloud.Delete(ctx, inst); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
 			return fmt.Errorf("terminating leaked instance %s: %w", inst.Status.ProviderID, err)
 		}
@@ -99,10 +105,40 @@ func (c *Collector) Sweep(ctx context.Context) error {
 		if _, err := c.cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
 			continue
 		}
-		log.FromContext(ctx).Info("deleting nodeclaim whose instance is gone", "nodeclaim", nc.Name)
+		log.FromContext(ctx).Info("deleting nodeclaim whose instance is gone", "nodeclaim", nc.Name,
+			"providerID", nc.Status.ProviderID, "instance", instanceOf(nc.Status.ProviderID))
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 		}
 	}
+	return c.sweepNodes(ctx, owned, live)
+}
+
+// sweepNodes deletes Nodes launched through a NodePool that no claim owns and whose instance the
+// provider no longer has. Nodes Joist did not launch (no karpenter.sh/nodepool label) are left alone.
+func (c *Collector) sweepNodes(ctx context.Context, owned, live map[string]bool) error {
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		pid := node.Spec.ProviderID
+		if pid == "" || owned[pid] || live[pid] || !node.DeletionTimestamp.IsZero() || c.clock.Since(node.CreationTimestamp.Time) < c.opts.MinAge {
+			continue
+		}
+		if _, err := c.cloud.Get(ctx, pid); !cloudprovider.IsNodeClaimNotFoundError(err) {
+			continue
+		}
+		log.FromContext(ctx).Info("deleting node whose instance is gone", "node", node.Name, "providerID", pid, "instance", instanceOf(pid))
+		if err := c.kube.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting node %s: %w", node.Name, err)
+		}
+	}
 	return nil
+}
+
+// instanceOf is the last segment of a provider ID: the instance id on EC2 (aws:///zone/i-…).
+func instanceOf(providerID string) string {
+	return providerID[strings.LastIndex(providerID, "/")+1:]
 }

@@ -49,14 +49,16 @@ type Controller struct {
 	kube        client.Client
 	nominations *state.Nominations
 	cloud       cloudprovider.CloudProvider
+	unavailable *cloudprovider.UnavailableOfferings // may be nil: the provider keeps its own
 	recorder    events.EventRecorder
 	clock       clock.PassiveClock
 	opts        Options
 }
 
-// New returns the lifecycle controller.
-func New(kube client.Client, cloud cloudprovider.CloudProvider, nominations *state.Nominations, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, nominations: nominations, recorder: recorder, clock: clk, opts: opts}
+// New returns the lifecycle controller. unavailable is the cache the provider reads offerings'
+// availability from; the launch path marks the offerings of an InsufficientCapacityError in it.
+func New(kube client.Client, cloud cloudprovider.CloudProvider, nominations *state.Nominations, unavailable *cloudprovider.UnavailableOfferings, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
+	return &Controller{kube: kube, cloud: cloud, nominations: nominations, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;update;patch;delete

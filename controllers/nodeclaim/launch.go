@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +22,15 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	}
 	launched, err := c.cloud.Create(ctx, nc)
 	if err != nil {
-		if cloudprovider.IsInsufficientCapacityError(err) {
-			// Delete the claim: its pods return to provisioning, which now sees the offerings as
-			// unavailable and picks the next-cheapest.
+		var ice *cloudprovider.InsufficientCapacityError
+		if errors.As(err, &ice) {
+			// Mark the offerings that failed and delete the claim: its pods return to
+			// provisioning, which now sees the offerings as unavailable and picks the next-cheapest.
+			if c.unavailable != nil {
+				for _, o := range ice.Offerings {
+					c.unavailable.MarkUnavailable(o)
+				}
+			}
 			c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "Launch",
 				"NodeClaim %s could not launch: %s", nc.Name, err.Error())
 			log.FromContext(ctx).Info("deleting nodeclaim: insufficient capacity", "nodeclaim", nc.Name, "error", err.Error())
@@ -41,6 +48,12 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	}
 	for k, v := range launched.Labels {
 		nc.Labels[k] = v
+	}
+	for k, v := range launched.Annotations { // e.g. the NodeClass hash drift is measured against
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[k] = v
 	}
 	nc.Status.ProviderID = launched.Status.ProviderID
 	nc.Status.ImageID = launched.Status.ImageID

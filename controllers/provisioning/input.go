@@ -94,13 +94,13 @@ func (p *Provisioner) liveClaim(nc *v1.NodeClaim) bool {
 }
 
 // nomination is the claim Joist nominated a pending pod to, if its nomination has not expired.
-func (p *Provisioner) nomination(pod *corev1.Pod, live map[string]bool) (string, bool) {
+func (p *Provisioner) nomination(pod *corev1.Pod, nominated string, live map[string]bool) (string, bool) {
 	p.nominations.Expired(pod.UID, p.clock.Now(), p.opts.RejectionGrace)
 	claim, ok := p.nominations.ClaimOf(pod.UID)
-	if !ok && live[pod.Status.NominatedNodeName] && !p.nominations.Turned(pod.UID) {
+	if !ok && live[nominated] && !p.nominations.Turned(pod.UID) {
 		// Nominated before a restart: the pod remembers. (Not a pod whose nomination expired after
 		// the scheduler turned it away: the field is just stale.)
-		claim, ok = pod.Status.NominatedNodeName, true
+		claim, ok = nominated, true
 		p.nominations.Nominate(claim, pod.UID)
 	}
 	return claim, ok

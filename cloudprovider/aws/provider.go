@@ -1,0 +1,124 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/joist-dev/joist/api/aws/v1"
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/cloudprovider"
+)
+
+// Options configure the provider.
+type Options struct {
+	// ClusterName tags every resource (kubernetes.io/cluster/<name>=owned, eks:eks-cluster-name)
+	// and selects the instances this provider owns.
+	ClusterName string
+	// ClusterEndpoint and ClusterCABundle (base64 PEM) go into the nodes' bootstrap user data.
+	ClusterEndpoint string
+	ClusterCABundle string
+	// ClusterCIDR is the service CIDR (AL2023 nodeadm); optional.
+	ClusterCIDR string
+	// KubernetesVersion (e.g. "1.33") picks the EKS-optimized AMIs of aliases.
+	KubernetesVersion string
+	// VMMemoryOverheadPercent of memory the hypervisor keeps (default 0.075).
+	VMMemoryOverheadPercent float64
+	// ReservedENIs are left out of max pods (VPC CNI custom networking).
+	ReservedENIs int
+	// InstanceTypesTTL is how long DescribeInstanceTypes answers are reused (default 5 m).
+	InstanceTypesTTL time.Duration
+	// MaxFleetInstanceTypes caps the instance types of one CreateFleet (default 60).
+	MaxFleetInstanceTypes int
+}
+
+func (o *Options) defaults() {
+	if o.VMMemoryOverheadPercent == 0 {
+		o.VMMemoryOverheadPercent = 0.075
+	}
+	if o.InstanceTypesTTL == 0 {
+		o.InstanceTypesTTL = 5 * time.Minute
+	}
+	if o.MaxFleetInstanceTypes == 0 {
+		o.MaxFleetInstanceTypes = 60
+	}
+}
+
+// CloudProvider is the EC2 cloud provider.
+type CloudProvider struct {
+	kube        client.Client
+	clients     *Clients
+	opts        Options
+	clock       clock.Clock
+	unavailable *cloudprovider.UnavailableOfferings
+	prices      *Prices
+	types       *instanceTypeCache
+	templates   *launchTemplates
+	terminator  *terminator
+}
+
+var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
+
+// New returns the provider. unavailable is shared with the launch path, which marks offerings
+// that failed for lack of capacity.
+func New(kube client.Client, clients *Clients, unavailable *cloudprovider.UnavailableOfferings, clk clock.Clock, opts Options) *CloudProvider {
+	opts.defaults()
+	return &CloudProvider{
+		kube: kube, clients: clients, opts: opts, clock: clk, unavailable: unavailable,
+		prices:     NewPrices(clients.EC2, clients.Pricing, clients.Region, clk),
+		types:      &instanceTypeCache{ec2: clients.EC2, clock: clk, ttl: opts.InstanceTypesTTL},
+		templates:  &launchTemplates{ec2: clients.EC2, clusterName: opts.ClusterName, known: map[string]bool{}},
+		terminator: newTerminator(clients.EC2),
+	}
+}
+
+// Name is "aws".
+func (p *CloudProvider) Name() string { return "aws" }
+
+// UnavailableOfferings is the cache the launch path marks.
+func (p *CloudProvider) UnavailableOfferings() *cloudprovider.UnavailableOfferings {
+	return p.unavailable
+}
+
+// Prices are the provider's price data (refreshed by the pricing runnable).
+func (p *CloudProvider) Prices() *Prices { return p.prices }
+
+// Clients are the provider's SDK clients.
+func (p *CloudProvider) Clients() *Clients { return p.clients }
+
+// ClusterName is the cluster the provider tags resources for.
+func (p *CloudProvider) ClusterName() string { return p.opts.ClusterName }
+
+// GetInstanceTypes returns what the pool's EC2NodeClass can launch. A NodeClass that is missing
+// or not Ready yet offers nothing (its status says why).
+func (p *CloudProvider) GetInstanceTypes(ctx context.Context, np *v1.NodePool) ([]*catalog.InstanceType, error) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil || ref.Group != awsv1.GroupVersion.Group || ref.Kind != "EC2NodeClass" {
+		return nil, nil
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
+		return nil, client.IgnoreNotFound(fmt.Errorf("getting EC2NodeClass %s: %w", ref.Name, err))
+	}
+	if !nc.IsTrue(awsv1.ConditionTypeReady) {
+		return nil, nil
+	}
+	return p.instanceTypes(ctx, nc)
+}
+
+// nodeClass returns the claim's Ready EC2NodeClass.
+func (p *CloudProvider) nodeClass(ctx context.Context, claim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
+	ref := claim.Spec.NodeClassRef
+	if ref == nil || ref.Group != awsv1.GroupVersion.Group || ref.Kind != "EC2NodeClass" {
+		return nil, fmt.Errorf("nodeclaim %s references %v; the aws provider needs a karpenter.k8s.aws EC2NodeClass", claim.Name, ref)
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
+		return nil, fmt.Errorf("getting EC2NodeClass %s: %w", ref.Name, err)
+	}
+	return nc, nil
+}

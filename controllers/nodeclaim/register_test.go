@@ -1,0 +1,109 @@
+package nodeclaim_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	fakeclient "sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/nodeclaim"
+	"github.com/joist-dev/joist/controllers/state"
+)
+
+// fakeCloud is a recording provider for narrow tests: Create launches nothing and fails with an
+// InsufficientCapacityError naming two offerings.
+type fakeCloud struct{ cloudprovider.CloudProvider }
+
+func (fakeCloud) Create(context.Context, *v1.NodeClaim) (*v1.NodeClaim, error) {
+	return nil, &cloudprovider.InsufficientCapacityError{Err: context.DeadlineExceeded, Offerings: []cloudprovider.UnavailableOffering{
+		{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}, {InstanceType: "c5.large", Zone: "us-west-2b", CapacityType: "spot"}}}
+}
+
+func newClient(objs ...client.Object) client.Client {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1.AddToScheme(scheme)
+	return fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithStatusSubresource(&v1.NodeClaim{}).
+		WithIndex(&corev1.Node{}, "spec.providerID", func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
+		WithIndex(&v1.NodeClaim{}, "status.providerID", func(o client.Object) []string { return []string{o.(*v1.NodeClaim).Status.ProviderID} }).
+		WithIndex(&corev1.Pod{}, "metadata.uid", func(o client.Object) []string { return []string{string(o.GetUID())} }).
+		Build()
+}
+
+// TestRegistersByProviderIDWhenNodeNameDiffers: on EC2 the Node is named after the instance's
+// private DNS name; the claim finds it by provider ID, records the node name, and releases it.
+func TestRegistersByProviderIDWhenNodeNameDiffers(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc12", Finalizers: []string{v1.TerminationFinalizer},
+		Labels: map[string]string{v1.NodePoolLabelKey: "default"}, CreationTimestamp: metav1.NewTime(now)}}
+	nc.Status.ProviderID = "aws:///us-west-2a/i-0123"
+	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-1-17.us-west-2.compute.internal"},
+		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+		Status:     corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	kube := newClient(nc, node)
+	c := nodeclaim.New(kube, fakeCloud{}, state.NewNominations(), nil, events.NewFakeRecorder(10), clocktesting.NewFakeClock(now), nodeclaim.DefaultOptions())
+	for i := 0; i < 3; i++ {
+		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsTrue(v1.ConditionTypeRegistered) || got.Status.NodeName != node.Name {
+		t.Fatalf("claim registered %v on node %q, want the node found by provider ID", got.IsTrue(v1.ConditionTypeRegistered), got.Status.NodeName)
+	}
+	gotNode := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: node.Name}, gotNode); err != nil {
+		t.Fatal(err)
+	}
+	if gotNode.Labels[v1.NodeRegisteredLabelKey] != "true" || gotNode.Labels[v1.NodePoolLabelKey] != "default" {
+		t.Errorf("node labels = %v, want the claim's labels and registered=true", gotNode.Labels)
+	}
+	for _, taint := range gotNode.Spec.Taints {
+		if taint.Key == v1.UnregisteredTaintKey {
+			t.Errorf("the unregistered taint is still on the node: %v", gotNode.Spec.Taints)
+		}
+	}
+}
+
+// TestLaunchPathMarksInsufficientCapacityOfferings: the launch path, not each provider, marks the
+// offerings an InsufficientCapacityError names, then deletes the claim.
+func TestLaunchPathMarksInsufficientCapacityOfferings(t *testing.T) {
+	ctx := context.Background()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "ice", CreationTimestamp: metav1.Now()}}
+	kube := newClient(nc)
+	clk := clocktesting.NewFakeClock(time.Now())
+	unavailable := cloudprovider.NewUnavailableOfferings(clk, 0)
+	c := nodeclaim.New(kube, fakeCloud{}, state.NewNominations(), unavailable, events.NewFakeRecorder(10), clk, nodeclaim.DefaultOptions())
+	if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "ice"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []cloudprovider.UnavailableOffering{{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}, {InstanceType: "c5.large", Zone: "us-west-2b", CapacityType: "spot"}} {
+		if !unavailable.IsUnavailable(o) {
+			t.Errorf("%+v not marked unavailable", o)
+		}
+	}
+	got := &v1.NodeClaim{}
+	err := kube.Get(ctx, client.ObjectKey{Name: "ice"}, got)
+	if err == nil && got.DeletionTimestamp.IsZero() {
+		t.Errorf("claim not deleted after insufficient capacity")
+	}
+}
