@@ -124,12 +124,7 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 	if zone < 0 && bits.OnesCount64(best.zm) == 1 {
 		n.zone = bits.TrailingZeros64(best.zm)
 	}
-	n.options = newBitset(len(p.types))
-	for i, t := range p.types {
-		if lessEq(n.used, t.alloc) && t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
-			n.options.set(i)
-		}
-	}
+	n.options = s.optionsFor(p, n.reqs, n.used, n.zoneMask, n.ctMask)
 	n.cheap = cheapest(p, n.options, n.zoneMask, n.ctMask)
 	if n.cheap < 0 {
 		return nil

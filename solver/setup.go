@@ -32,6 +32,7 @@ type solver struct {
 	w         []float64 // resource prices from the LP over the pending demand
 	ds        []*dsPod
 	unsched   []Unschedulable
+	admits    map[string]bitset // admitted's cache
 }
 
 type dsPod struct {

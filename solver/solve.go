@@ -24,5 +24,8 @@ func Solve(in Input) Result {
 		s.repack(true, true, memo)
 	}
 	s.drain()
+	s.rebalance(memo)
+	s.drain()
+	s.rebalance(memo)
 	return s.result()
 }

@@ -1,0 +1,36 @@
+package solver
+
+import "github.com/joist-dev/joist/requirements"
+
+// admitted is the set of p's instance types whose labels rs admits (typeAdmits for each), cached
+// by the requirements' signature: the packing passes ask it for the same few requirement sets
+// thousands of times, and typeAdmits walks every key of every type.
+func (s *solver) admitted(p *pool, rs requirements.Set) bitset {
+	key := itoa(p.idx) + "/" + rs.Signature()
+	if b, ok := s.admits[key]; ok {
+		return b
+	}
+	b := newBitset(len(p.types))
+	for i, t := range p.types {
+		if typeAdmits(p, t, rs, s.zones, s.cts) {
+			b.set(i)
+		}
+	}
+	if s.admits == nil {
+		s.admits = map[string]bitset{}
+	}
+	s.admits[key] = b
+	return b
+}
+
+// optionsFor is the types of p that admit rs, offer an offering within the masks and hold used.
+func (s *solver) optionsFor(p *pool, rs requirements.Set, used resVec, zm, cm uint64) bitset {
+	out := newBitset(len(p.types))
+	s.admitted(p, rs).each(func(i int) bool {
+		if t := p.types[i]; lessEq(used, t.alloc) && t.zonesFor(zm, cm) != 0 {
+			out.set(i)
+		}
+		return true
+	})
+	return out
+}
