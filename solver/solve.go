@@ -17,15 +17,49 @@ func Solve(in Input) Result {
 	s.place()
 	memo := newPassMemo(s.classes)
 	s.improve(memo)
-	s.repack(false, false, memo)
+	// The topped-up greedy repack first; a plan still far from the cheap bound then gets the
+	// LP-started repacks, and one close to it the plain greedy repack (on plans that need the
+	// LP the plain one never gained after the topped-up one, so it is skipped there).
 	s.repack(true, false, memo)
 	if cheap, _ := s.resourceBound(); s.planCost() > lpWorthIt*cheap {
 		s.repack(false, true, memo)
 		s.repack(true, true, memo)
+	} else {
+		s.repack(false, false, memo)
 	}
-	s.drain()
-	s.rebalance(memo)
-	s.drain()
-	s.rebalance(memo)
+	s.tail(memo)
 	return s.result()
+}
+
+// bothTailsNodes: plans of up to this many new nodes run the tail in both orders and keep the
+// cheaper plan (each order wins on some inputs; on small plans the second run costs little).
+const bothTailsNodes = 64
+
+// tail runs the local moves over the finished plan: rebalance (pairs re-split) then drain
+// (emptying small nodes into others' room), and on small plans also drain then rebalance,
+// keeping whichever plan is cheaper.
+func (s *solver) tail(memo *passMemo) {
+	live := 0
+	for _, n := range s.open {
+		if len(n.pods) > 0 {
+			live++
+		}
+	}
+	if live > bothTailsNodes {
+		s.rebalance(memo)
+		s.drain()
+		return
+	}
+	snap := s.snapshot()
+	s.rebalance(memo)
+	s.drain()
+	first := s.planCost()
+	s.restore(snap)
+	s.drain()
+	s.rebalance(memo)
+	if first < s.planCost()*(1-1e-9) {
+		s.restore(snap)
+		s.rebalance(memo)
+		s.drain()
+	}
 }
