@@ -22,12 +22,15 @@ func Solve(in Input) Result {
 	// LP the plain one never gained after the topped-up one, so it is skipped there).
 	s.repack(true, false, memo)
 	if cheap, _ := s.resourceBound(); s.planCost() > lpWorthIt*cheap {
+		memo.lpFull = lpFullStrict
 		s.repack(false, true, memo)
+		memo.lpFull = lpFullTopUp
 		s.repack(true, true, memo)
+		s.tail(memo)
 	} else {
 		s.repack(false, false, memo)
+		s.drain()
 	}
-	s.tail(memo)
 	return s.result()
 }
 
@@ -53,6 +56,7 @@ func (s *solver) tail(memo *passMemo) {
 	snap := s.snapshot()
 	s.rebalance(memo)
 	s.drain()
+	s.rebalance(memo)
 	first := s.planCost()
 	s.restore(snap)
 	s.drain()
@@ -61,5 +65,6 @@ func (s *solver) tail(memo *passMemo) {
 		s.restore(snap)
 		s.rebalance(memo)
 		s.drain()
+		s.rebalance(memo)
 	}
 }
