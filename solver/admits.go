@@ -5,9 +5,23 @@ import "github.com/joist-dev/joist/requirements"
 // admitted is the set of p's instance types whose labels rs admits (typeAdmits for each), cached
 // by the requirements' signature: the packing passes ask it for the same few requirement sets
 // thousands of times, and typeAdmits walks every key of every type.
+//
+// Sets are never changed in place (With and And build new ones), so the same backing array is the
+// same set: that is looked up first, without building the signature.
 func (s *solver) admitted(p *pool, rs requirements.Set) bitset {
+	id := setID{pool: p.idx, n: len(rs)}
+	if len(rs) > 0 {
+		id.first = &rs[0]
+	}
+	if s.admitsByID == nil {
+		s.admitsByID = map[setID]bitset{}
+	}
+	if b, ok := s.admitsByID[id]; ok {
+		return b
+	}
 	key := itoa(p.idx) + "/" + rs.Signature()
 	if b, ok := s.admits[key]; ok {
+		s.admitsByID[id] = b
 		return b
 	}
 	b := newBitset(len(p.types))
@@ -20,7 +34,15 @@ func (s *solver) admitted(p *pool, rs requirements.Set) bitset {
 		s.admits = map[string]bitset{}
 	}
 	s.admits[key] = b
+	s.admitsByID[id] = b
 	return b
+}
+
+// setID identifies a requirement set by its backing array (see admitted).
+type setID struct {
+	pool  int
+	first *requirements.Keyed
+	n     int
 }
 
 // optionsFor is the types of p that admit rs, offer an offering within the masks and hold used.

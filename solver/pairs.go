@@ -12,7 +12,7 @@ const (
 	pairBudget  = 3000
 	pairTypes   = 8
 	pairRounds  = 2
-	pairsPerKey = 8
+	pairsPerKey = 4
 )
 
 // rebalance re-packs pairs of planned nodes whose pods may go anywhere in the pool: the pods of
