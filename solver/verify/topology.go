@@ -79,6 +79,26 @@ func domain(n *vnode, hostname bool) (string, bool) {
 	return n.zone, n.hasZone
 }
 
+// keyDomain is a node's domain for a spread's topology key; ok=false when the node has none.
+func keyDomain(n *vnode, key string) (string, bool) {
+	switch key {
+	case v1.LabelHostname:
+		return n.name, true
+	case v1.LabelTopologyZone:
+		return n.zone, n.hasZone
+	}
+	d, ok := n.node.Labels[key]
+	return d, ok
+}
+
+// termKey is the topology key a zone-or-hostname affinity term counts by.
+func termKey(hostname bool) string {
+	if hostname {
+		return v1.LabelHostname
+	}
+	return v1.LabelTopologyZone
+}
+
 type tally struct {
 	byDomain       map[string]int // all matching pods
 	placedByDomain map[string]int
@@ -97,8 +117,8 @@ func (v *verifier) checkTopology() {
 		}
 	}
 	tallies := map[string]*tally{}
-	count := func(m *matcher, hostname bool) *tally {
-		key := fmt.Sprintf("%t|%s", hostname, m.key)
+	count := func(m *matcher, topoKey string) *tally {
+		key := topoKey + "|" + m.key
 		if t, ok := tallies[key]; ok {
 			return t
 		}
@@ -111,7 +131,7 @@ func (v *verifier) checkTopology() {
 			if !pa.placed {
 				t.boundTotal++
 			}
-			d, ok := domain(pa.node, hostname)
+			d, ok := keyDomain(pa.node, topoKey)
 			if !ok {
 				continue
 			}
@@ -184,10 +204,11 @@ func (v *verifier) checkSpreadKeys(pa podAt) {
 	}
 }
 
+// hardSpreads are a pod's DoNotSchedule constraints, on any topology key.
 func hardSpreads(p *corev1.Pod) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range p.Spec.TopologySpreadConstraints {
-		if _, ok := hostnameKey(c.TopologyKey); ok && c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
 			out = append(out, c)
 		}
 	}
@@ -207,8 +228,7 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 			if err != nil {
 				continue
 			}
-			hostname, _ := hostnameKey(c.TopologyKey)
-			d, ok := domain(pa.node, hostname)
+			d, ok := keyDomain(pa.node, c.TopologyKey)
 			if !ok || !m.matches(pa.pod) {
 				continue
 			}
@@ -282,23 +302,80 @@ func (v *verifier) zoneUniverse(incl func(*corev1.Node, []corev1.Taint) bool) ma
 	return zones
 }
 
+// keyUniverse lists the values of a topology key other than zone and hostname that count as
+// domains: values on nodes the inclusion rule admits, and values a pool's launched node would
+// carry (the offering's capacity type, the instance type's or template's label, or each value of
+// the pool's In requirement on the key) where the inclusion rule admits that node.
+func (v *verifier) keyUniverse(incl func(*corev1.Node, []corev1.Taint) bool, key string) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range v.nodes {
+		if d, ok := n.node.Labels[key]; ok && incl(n.node, n.taints) {
+			out[d] = true
+		}
+	}
+	for _, pi := range v.in.NodePools {
+		if pi.NodePool == nil {
+			continue
+		}
+		reqs := pi.NodePool.Spec.Template.Spec.Requirements
+		for _, it := range pi.InstanceTypes {
+			if it == nil {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if !o.Available {
+					continue
+				}
+				l := v.plannedLabels(pi.NodePool, it, o, reqs, "")
+				var vals []string
+				if d, ok := l[key]; ok {
+					vals = []string{d}
+				} else {
+					for _, r := range reqs {
+						if r.Key == key && r.Operator == corev1.NodeSelectorOpIn {
+							vals = append(vals, r.Values...)
+						}
+					}
+				}
+				for _, d := range vals {
+					if out[d] {
+						continue
+					}
+					withKey := map[string]string{}
+					for k, x := range l {
+						withKey[k] = x
+					}
+					withKey[key] = d
+					if ok, _ := allMatch(reqs, withKey); !ok {
+						continue
+					}
+					if incl(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: withKey}}, poolTaints(pi.NodePool)) {
+						out[d] = true
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // checkSpread: for every DoNotSchedule constraint of a placed pod, the pod's domain holds at most
 // maxSkew more matching pods than the least loaded eligible domain, not counting placed pods that
 // do not carry the same constraint (they may have landed after it, which Kubernetes allows).
-func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, bool) *tally, carriers map[string]map[string]int) {
+func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, string) *tally, carriers map[string]map[string]int) {
 	for _, c := range hardSpreads(pa.pod) {
-		hostname, _ := hostnameKey(c.TopologyKey)
+		hostname, zoneOrHost := hostnameKey(c.TopologyKey)
 		m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
 		if err != nil {
 			v.fail("pod %s: bad spread selector: %v", podKey(pa.pod), err)
 			continue
 		}
-		d, ok := domain(pa.node, hostname)
+		d, ok := keyDomain(pa.node, c.TopologyKey)
 		if !ok {
 			v.fail("pod %s spreads over %s but node %s has no such label", podKey(pa.pod), c.TopologyKey, pa.node.name)
 			continue
 		}
-		t := count(m, hostname)
+		t := count(m, c.TopologyKey)
 		incl := inclusion(pa.pod, &c)
 		var universe []string
 		if hostname {
@@ -307,9 +384,13 @@ func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, bool)
 					universe = append(universe, n.name)
 				}
 			}
-		} else {
+		} else if zoneOrHost {
 			for z := range v.zoneUniverse(incl) {
 				universe = append(universe, z)
+			}
+		} else {
+			for d := range v.keyUniverse(incl, c.TopologyKey) {
+				universe = append(universe, d)
 			}
 		}
 		min := -1
@@ -353,7 +434,7 @@ func affinityTerms(p *corev1.Pod, anti bool) []corev1.PodAffinityTerm {
 
 // checkAffinity: a placed pod with required pod affinity shares its domain with another matching
 // pod, unless it matches its own term and no pod matched before the plan.
-func (v *verifier) checkAffinity(pa podAt, count func(*matcher, bool) *tally) {
+func (v *verifier) checkAffinity(pa podAt, count func(*matcher, string) *tally) {
 	for _, term := range affinityTerms(pa.pod, false) {
 		hostname, ok := hostnameKey(term.TopologyKey)
 		if !ok {
@@ -364,7 +445,7 @@ func (v *verifier) checkAffinity(pa podAt, count func(*matcher, bool) *tally) {
 			v.fail("pod %s: bad affinity selector: %v", podKey(pa.pod), err)
 			continue
 		}
-		t := count(m, hostname)
+		t := count(m, termKey(hostname))
 		self := m.matches(pa.pod)
 		d, hasDomain := domain(pa.node, hostname)
 		others := 0
