@@ -56,3 +56,28 @@ func (s *solver) optionsFor(p *pool, rs requirements.Set, used resVec, zm, cm ui
 	})
 	return out
 }
+
+// and is rs.And(a.reqs), cached by rs's backing array and the alternative: the fill simulation
+// narrows the same node requirements by the same classes for every candidate type. Sharing the
+// result also lets admitted find it by backing array.
+func (s *solver) and(rs requirements.Set, a *alt) requirements.Set {
+	k := andKey{a: a, n: len(rs)}
+	if len(rs) > 0 {
+		k.first = &rs[0]
+	}
+	if out, ok := s.ands[k]; ok {
+		return out
+	}
+	out := rs.And(a.reqs)
+	if s.ands == nil {
+		s.ands = map[andKey]requirements.Set{}
+	}
+	s.ands[k] = out
+	return out
+}
+
+type andKey struct {
+	first *requirements.Keyed
+	n     int
+	a     *alt
+}

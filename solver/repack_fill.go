@@ -146,11 +146,11 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 // no primary pod fits.
 func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
 	t := p.types[ti]
-	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
+	zm := p.zoneMask
 	if zone >= 0 {
-		f.zm &= 1 << uint(zone)
+		zm &= 1 << uint(zone)
 	}
-	if t.zonesFor(f.zm, f.cm) == 0 {
+	if t.zonesFor(zm, p.ctMask) == 0 {
 		return nil
 	}
 	ok := make([]bool, len(items))
@@ -165,6 +165,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 	if !anyPrimary {
 		return nil
 	}
+	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: zm, cm: p.ctMask}
 	limit := primary
 	rem := s.d.zero()
 	for {
@@ -193,7 +194,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 			a := s.effAt(c, 0).alts[0]
 			reqs := f.reqs
 			if len(a.reqs) > 0 {
-				reqs = f.reqs.And(a.reqs)
+				reqs = s.and(f.reqs, a)
 			}
 			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
 			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {

@@ -32,8 +32,9 @@ type solver struct {
 	w          []float64 // resource prices from the LP over the pending demand
 	ds         []*dsPod
 	unsched    []Unschedulable
-	admits     map[string]bitset // admitted's cache, by signature
-	admitsByID map[setID]bitset  // and by backing array
+	admits     map[string]bitset           // admitted's cache, by signature
+	admitsByID map[setID]bitset            // and by backing array
+	ands       map[andKey]requirements.Set // and's cache
 }
 
 type dsPod struct {
