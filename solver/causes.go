@@ -46,5 +46,8 @@ func (c *class) unschedulable() Unschedulable {
 	if u.Reason == "" {
 		u.Reason = "no node can take the pod"
 	}
+	if c.dealt != "" {
+		u.Reason += " (" + c.dealt + ")"
+	}
 	return u
 }

@@ -47,6 +47,7 @@ type class struct {
 	universe     [4]uint64 // zone universe per spreadPolicy
 	universeDone [4]bool
 
+	dealt    string // the key-spread domains it was dealt to (keyspread.go), for reasons
 	err      string // a static reason the pods cannot be placed
 	errCause Cause  // its cause; CauseInvalidSpec when unset
 	fail     failure
@@ -165,6 +166,7 @@ func (s *solver) buildClasses() {
 		}
 		c.pods = append(c.pods, p)
 	}
+	s.splitKeySpreads()
 	s.minReq = nil
 	for _, c := range s.classes {
 		if c.err != "" {

@@ -357,8 +357,9 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 	usedA := s.d.zero()
 	taken := make([]int, len(byClass))
 	countA := 0
+	rem := s.d.zero()
 	for {
-		rem := alloc.clone()
+		copy(rem, alloc)
 		rem.sub(usedA)
 		bk, bestScore := -1, -1.0
 		for k, idx := range byClass {

@@ -453,15 +453,7 @@ func (s *solver) reshape(n *node) {
 			n.reqs, n.zoneMask, n.ctMask = reqs, zm, cm
 		}
 	}
-	options := func() bitset {
-		opts := newBitset(len(p.types))
-		for i, t := range p.types {
-			if lessEq(n.used, t.alloc) && t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
-				opts.set(i)
-			}
-		}
-		return opts
-	}
+	options := func() bitset { return s.optionsFor(p, n.reqs, n.used, n.zoneMask, n.ctMask) }
 	opts := options()
 	if opts.empty() {
 		n.reqs, n.zoneMask, n.ctMask, n.zone = old.reqs, old.zoneMask, old.ctMask, old.zone

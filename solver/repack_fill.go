@@ -124,12 +124,7 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 	if zone < 0 && bits.OnesCount64(best.zm) == 1 {
 		n.zone = bits.TrailingZeros64(best.zm)
 	}
-	n.options = newBitset(len(p.types))
-	for i, t := range p.types {
-		if lessEq(n.used, t.alloc) && t.zonesFor(n.zoneMask, n.ctMask) != 0 && typeAdmits(p, t, n.reqs, s.zones, s.cts) {
-			n.options.set(i)
-		}
-	}
+	n.options = s.optionsFor(p, n.reqs, n.used, n.zoneMask, n.ctMask)
 	n.cheap = cheapest(p, n.options, n.zoneMask, n.ctMask)
 	if n.cheap < 0 {
 		return nil
@@ -151,11 +146,11 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 // no primary pod fits.
 func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
 	t := p.types[ti]
-	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: p.zoneMask, cm: p.ctMask}
+	zm := p.zoneMask
 	if zone >= 0 {
-		f.zm &= 1 << uint(zone)
+		zm &= 1 << uint(zone)
 	}
-	if t.zonesFor(f.zm, f.cm) == 0 {
+	if t.zonesFor(zm, p.ctMask) == 0 {
 		return nil
 	}
 	ok := make([]bool, len(items))
@@ -170,6 +165,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 	if !anyPrimary {
 		return nil
 	}
+	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: zm, cm: p.ctMask}
 	limit := primary
 	rem := s.d.zero()
 	for {
@@ -198,7 +194,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 			a := s.effAt(c, 0).alts[0]
 			reqs := f.reqs
 			if len(a.reqs) > 0 {
-				reqs = f.reqs.And(a.reqs)
+				reqs = s.and(f.reqs, a)
 			}
 			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
 			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {

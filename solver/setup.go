@@ -12,26 +12,29 @@ import (
 )
 
 type solver struct {
-	in        Input
-	d         *dims
-	zones     []string
-	zoneIdx   map[string]int
-	cts       []string
-	ctIdx     map[string]int
-	allZones  uint64
-	allCTs    uint64
-	pools     []*pool
-	existing  []*node
-	open      []*node // new nodes in creation order
-	nodes     []*node // every node; node.id indexes it
-	firstLive int
-	classes   []*class
-	groups    []*group
-	groupIdx  map[string]*group
-	minReq    resVec
-	w         []float64 // resource prices from the LP over the pending demand
-	ds        []*dsPod
-	unsched   []Unschedulable
+	in         Input
+	d          *dims
+	zones      []string
+	zoneIdx    map[string]int
+	cts        []string
+	ctIdx      map[string]int
+	allZones   uint64
+	allCTs     uint64
+	pools      []*pool
+	existing   []*node
+	open       []*node // new nodes in creation order
+	nodes      []*node // every node; node.id indexes it
+	firstLive  int
+	classes    []*class
+	groups     []*group
+	groupIdx   map[string]*group
+	minReq     resVec
+	w          []float64 // resource prices from the LP over the pending demand
+	ds         []*dsPod
+	unsched    []Unschedulable
+	admits     map[string]bitset           // admitted's cache, by signature
+	admitsByID map[setID]bitset            // and by backing array
+	ands       map[andKey]requirements.Set // and's cache
 }
 
 type dsPod struct {

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 )
@@ -79,6 +78,26 @@ func domain(n *vnode, hostname bool) (string, bool) {
 	return n.zone, n.hasZone
 }
 
+// keyDomain is a node's domain for a spread's topology key; ok=false when the node has none.
+func keyDomain(n *vnode, key string) (string, bool) {
+	switch key {
+	case v1.LabelHostname:
+		return n.name, true
+	case v1.LabelTopologyZone:
+		return n.zone, n.hasZone
+	}
+	d, ok := n.node.Labels[key]
+	return d, ok
+}
+
+// termKey is the topology key a zone-or-hostname affinity term counts by.
+func termKey(hostname bool) string {
+	if hostname {
+		return v1.LabelHostname
+	}
+	return v1.LabelTopologyZone
+}
+
 type tally struct {
 	byDomain       map[string]int // all matching pods
 	placedByDomain map[string]int
@@ -97,8 +116,8 @@ func (v *verifier) checkTopology() {
 		}
 	}
 	tallies := map[string]*tally{}
-	count := func(m *matcher, hostname bool) *tally {
-		key := fmt.Sprintf("%t|%s", hostname, m.key)
+	count := func(m *matcher, topoKey string) *tally {
+		key := topoKey + "|" + m.key
 		if t, ok := tallies[key]; ok {
 			return t
 		}
@@ -111,7 +130,7 @@ func (v *verifier) checkTopology() {
 			if !pa.placed {
 				t.boundTotal++
 			}
-			d, ok := domain(pa.node, hostname)
+			d, ok := keyDomain(pa.node, topoKey)
 			if !ok {
 				continue
 			}
@@ -184,10 +203,11 @@ func (v *verifier) checkSpreadKeys(pa podAt) {
 	}
 }
 
+// hardSpreads are a pod's DoNotSchedule constraints, on any topology key.
 func hardSpreads(p *corev1.Pod) []corev1.TopologySpreadConstraint {
 	var out []corev1.TopologySpreadConstraint
 	for _, c := range p.Spec.TopologySpreadConstraints {
-		if _, ok := hostnameKey(c.TopologyKey); ok && c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
 			out = append(out, c)
 		}
 	}
@@ -207,8 +227,7 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 			if err != nil {
 				continue
 			}
-			hostname, _ := hostnameKey(c.TopologyKey)
-			d, ok := domain(pa.node, hostname)
+			d, ok := keyDomain(pa.node, c.TopologyKey)
 			if !ok || !m.matches(pa.pod) {
 				continue
 			}
@@ -226,79 +245,23 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 	return out
 }
 
-// inclusion is the kube-scheduler's rule for which nodes count as domains of a spread: by default
-// those the pod's required node affinity matches (nodeAffinityPolicy) whatever their taints
-// (nodeTaintsPolicy).
-func inclusion(p *corev1.Pod, c *corev1.TopologySpreadConstraint) func(*corev1.Node, []corev1.Taint) bool {
-	na := nodeaffinity.GetRequiredNodeAffinity(p)
-	honorAffinity := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
-	honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
-	return func(n *corev1.Node, taints []corev1.Taint) bool {
-		if honorAffinity {
-			if ok, _ := na.Match(n); !ok {
-				return false
-			}
-		}
-		if honorTaints {
-			if _, ok := tolerated(&p.Spec, taints); !ok {
-				return false
-			}
-		}
-		return true
-	}
-}
-
-// zoneUniverse lists the zones that count for a zone spread: zones of nodes the inclusion rule
-// admits and zones of pool offerings whose launched node it would admit.
-func (v *verifier) zoneUniverse(incl func(*corev1.Node, []corev1.Taint) bool) map[string]bool {
-	zones := map[string]bool{}
-	for _, n := range v.nodes {
-		if n.hasZone && incl(n.node, n.taints) {
-			zones[n.zone] = true
-		}
-	}
-	for _, pi := range v.in.NodePools {
-		if pi.NodePool == nil {
-			continue
-		}
-		for _, it := range pi.InstanceTypes {
-			if it == nil {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if !o.Available || zones[o.Zone] {
-					continue
-				}
-				l := v.plannedLabels(pi.NodePool, it, o, pi.NodePool.Spec.Template.Spec.Requirements, "")
-				if ok, _ := allMatch(pi.NodePool.Spec.Template.Spec.Requirements, l); !ok {
-					continue
-				}
-				if incl(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: l}}, poolTaints(pi.NodePool)) {
-					zones[o.Zone] = true
-				}
-			}
-		}
-	}
-	return zones
-}
-
 // checkSpread: for every DoNotSchedule constraint of a placed pod, the pod's domain holds at most
 // maxSkew more matching pods than the least loaded eligible domain, not counting placed pods that
 // do not carry the same constraint (they may have landed after it, which Kubernetes allows).
-func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, bool) *tally, carriers map[string]map[string]int) {
+func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, string) *tally, carriers map[string]map[string]int) {
 	for _, c := range hardSpreads(pa.pod) {
-		hostname, _ := hostnameKey(c.TopologyKey)
+		hostname, zoneOrHost := hostnameKey(c.TopologyKey)
 		m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
 		if err != nil {
 			v.fail("pod %s: bad spread selector: %v", podKey(pa.pod), err)
 			continue
 		}
-		d, ok := domain(pa.node, hostname)
+		d, ok := keyDomain(pa.node, c.TopologyKey)
 		if !ok {
 			v.fail("pod %s spreads over %s but node %s has no such label", podKey(pa.pod), c.TopologyKey, pa.node.name)
 			continue
 		}
-		t := count(m, hostname)
+		t := count(m, c.TopologyKey)
 		incl := inclusion(pa.pod, &c)
 		var universe []string
 		if hostname {
@@ -307,9 +270,13 @@ func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, bool)
 					universe = append(universe, n.name)
 				}
 			}
-		} else {
+		} else if zoneOrHost {
 			for z := range v.zoneUniverse(incl) {
 				universe = append(universe, z)
+			}
+		} else {
+			for d := range v.keyUniverse(incl, c.TopologyKey) {
+				universe = append(universe, d)
 			}
 		}
 		min := -1
@@ -353,7 +320,7 @@ func affinityTerms(p *corev1.Pod, anti bool) []corev1.PodAffinityTerm {
 
 // checkAffinity: a placed pod with required pod affinity shares its domain with another matching
 // pod, unless it matches its own term and no pod matched before the plan.
-func (v *verifier) checkAffinity(pa podAt, count func(*matcher, bool) *tally) {
+func (v *verifier) checkAffinity(pa podAt, count func(*matcher, string) *tally) {
 	for _, term := range affinityTerms(pa.pod, false) {
 		hostname, ok := hostnameKey(term.TopologyKey)
 		if !ok {
@@ -364,7 +331,7 @@ func (v *verifier) checkAffinity(pa podAt, count func(*matcher, bool) *tally) {
 			v.fail("pod %s: bad affinity selector: %v", podKey(pa.pod), err)
 			continue
 		}
-		t := count(m, hostname)
+		t := count(m, termKey(hostname))
 		self := m.matches(pa.pod)
 		d, hasDomain := domain(pa.node, hostname)
 		others := 0

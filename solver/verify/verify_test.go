@@ -115,3 +115,54 @@ func TestVerifyCatchesViolations(t *testing.T) {
 		})
 	}
 }
+
+// Spread on a key other than zone and hostname is checked for its skew, independently of the
+// solver: two pods spread over capacity types, moved onto one spot node, are rejected; the same
+// move is accepted when maxSkew=2 allows it.
+func TestVerifyKeySpreadSkew(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	spreadCT := func(maxSkew int32) func(*corev1.Pod) *corev1.Pod {
+		return func(p *corev1.Pod) *corev1.Pod {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: maxSkew, TopologyKey: v1.CapacityTypeLabelKey,
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: web}}}
+			return p
+		}
+	}
+	for _, tc := range []struct {
+		maxSkew int32
+		reject  bool
+	}{{1, true}, {2, false}} {
+		s := spreadCT(tc.maxSkew)
+		in := input(s(pod("a", "1", web)), s(pod("b", "1", web)))
+		r := solver.Solve(in)
+		if err := verify.Verify(in, r); err != nil {
+			t.Fatalf("maxSkew %d: valid plan rejected: %v", tc.maxSkew, err)
+		}
+		if tc.maxSkew == 1 && len(r.NewNodeClaims) != 2 {
+			t.Fatalf("maxSkew 1: want one node per capacity type, got %d nodes", len(r.NewNodeClaims))
+		}
+		// Put every pod on the first spot node.
+		spot := -1
+		var all []*corev1.Pod
+		for i, nc := range r.NewNodeClaims {
+			all = append(all, nc.Pods...)
+			if nc.Offering.CapacityType == "spot" && spot < 0 {
+				spot = i
+			}
+		}
+		if spot < 0 {
+			t.Fatalf("maxSkew %d: no spot node in the plan", tc.maxSkew)
+		}
+		keep := r.NewNodeClaims[spot]
+		keep.Pods = all
+		r.NewNodeClaims = []solver.NodeClaimPlan{keep}
+		r.CostPerHour = keep.Offering.Price
+		err := verify.Verify(in, r)
+		if tc.reject && (err == nil || !strings.Contains(err.Error(), "topology spread on karpenter.sh/capacity-type violated")) {
+			t.Fatalf("maxSkew %d: error %v, want a capacity-type spread violation", tc.maxSkew, err)
+		}
+		if !tc.reject && err != nil && strings.Contains(err.Error(), "topology spread") {
+			t.Fatalf("maxSkew %d: spread wrongly rejected: %v", tc.maxSkew, err)
+		}
+	}
+}

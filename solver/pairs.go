@@ -1,0 +1,299 @@
+package solver
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// pairBudget bounds the node pairs rebalance prices per pool and round; pairTypes bounds the
+// instance types it tries as the first node of a pair.
+const (
+	pairBudget  = 3000
+	pairTypes   = 8
+	pairRounds  = 2
+	pairsPerKey = 4
+)
+
+// rebalance re-packs pairs of planned nodes whose pods may go anywhere in the pool: the pods of
+// both are re-split over one or two nodes of whichever types (family, architecture, size) hold
+// them for the least, and the pair is replaced only when that is cheaper. It covers merging two
+// nodes into one cheaper node, swapping pods between a cpu-bound and a memory-bound node so both
+// fit smaller types, and downsizing. Nodes with the same contents repeat the same move, so pairs
+// are priced once per pair of contents.
+func (s *solver) rebalance(memo *passMemo) {
+	for _, p := range s.pools {
+		if !p.limited && len(p.minValues) == 0 {
+			s.rebalancePool(p, memo)
+		}
+	}
+}
+
+func (s *solver) rebalancePool(p *pool, memo *passMemo) {
+	free := map[*class]int{}
+	for _, c := range s.classes {
+		if k := s.movable(c, p); k != notMovable && len(c.ports) == 0 {
+			free[c] = k
+		}
+	}
+	if len(free) == 0 {
+		return
+	}
+	tried := map[[2]string]bool{}
+	for round := 0; round < pairRounds; round++ {
+		var keys []string
+		byKey := map[string][]*node{}
+		for _, n := range s.open {
+			if n.pool != p || !n.isNew() || len(n.pods) == 0 || n.cheap < 0 {
+				continue
+			}
+			ok := true
+			for _, c := range n.cls {
+				k := free[c]
+				ok = ok && (k == freeMove || (k == zoneLocked && n.zone >= 0))
+			}
+			if !ok {
+				continue
+			}
+			k := contentKey(n, memo.rank)
+			if byKey[k] == nil {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], n)
+		}
+		// Most wasteful contents first: the pairs that can gain involve a node whose cheapest
+		// type is part empty on its binding resource.
+		waste := map[string]float64{}
+		for _, k := range keys {
+			n := byKey[k][0]
+			alloc, fill := p.types[n.cheap].alloc, 0.0
+			for r, v := range n.used {
+				if alloc[r] > 0 {
+					fill = max(fill, float64(v)/float64(alloc[r]))
+				}
+			}
+			waste[k] = (1 - fill) * s.nodePrice(n)
+		}
+		sort.SliceStable(keys, func(x, y int) bool { return waste[keys[x]] > waste[keys[y]] })
+		budget := min(pairBudget, pairsPerKey*len(keys))
+		changed := false
+		for i := 0; i < len(keys) && budget > 0; i++ {
+			for j := i; j < len(keys) && budget > 0; j++ {
+				pk := [2]string{keys[i], keys[j]}
+				if tried[pk] {
+					continue
+				}
+				for {
+					ga, gb := byKey[keys[i]], byKey[keys[j]]
+					if len(ga) == 0 || len(gb) == 0 || (i == j && len(ga) < 2) {
+						break
+					}
+					a, b := ga[0], gb[0]
+					if i == j {
+						b = ga[1]
+					}
+					budget--
+					if !s.rebalancePair(p, a, b, free) {
+						tried[pk] = true
+						break
+					}
+					changed = true
+					byKey[keys[i]] = byKey[keys[i]][1:]
+					if i == j {
+						byKey[keys[i]] = byKey[keys[i]][1:]
+					} else {
+						byKey[keys[j]] = byKey[keys[j]][1:]
+					}
+				}
+				if len(byKey[keys[i]]) == 0 {
+					break
+				}
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+// rebalancePair re-splits the pods of a and b when one or two nodes hold them for less; it
+// reports whether it changed the plan.
+// Pods locked to their zone (zone spread, volumes) move only between two nodes of that zone, so
+// no zone count changes.
+func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
+	zone := -1
+	for _, n := range []*node{a, b} {
+		for _, c := range n.cls {
+			if kind[c] == zoneLocked {
+				if zone >= 0 && zone != n.zone {
+					return false
+				}
+				zone = n.zone
+				break
+			}
+		}
+	}
+	cur := s.nodePrice(a) + s.nodePrice(b)
+	both := &node{pool: p, pods: append(append([]*corev1.Pod(nil), a.pods...), b.pods...),
+		cls: append(append([]*class(nil), a.cls...), b.cls...)}
+	compat := p.all
+	zm, cm := p.zoneMask, p.ctMask
+	reqs := p.reqs
+	seen := map[*class]bool{}
+	for _, c := range both.cls {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		al := s.effAt(c, 0).alts[0]
+		compat = compat.and(s.compat(p, al))
+		zm &= al.zoneMask
+		cm &= al.ctMask
+		if len(al.reqs) > 0 {
+			reqs = reqs.And(al.reqs)
+		}
+	}
+	if zone >= 0 {
+		zm &= 1 << uint(zone)
+	}
+	if zm == 0 || cm == 0 || reqs.Conflict() != "" {
+		return false
+	}
+	// Only types cheaper than the pair can be part of a cheaper plan; by price, so the
+	// first that holds a part is its cheapest.
+	type cand struct {
+		i     int
+		price float64
+	}
+	var cands []cand
+	compat.each(func(i int) bool {
+		if pr, _ := p.types[i].price(zm, cm); pr >= 0 && pr < cur {
+			cands = append(cands, cand{i, pr})
+		}
+		return true
+	})
+	if len(cands) == 0 {
+		return false
+	}
+	sort.SliceStable(cands, func(x, y int) bool { return cands[x].price < cands[y].price })
+	costOf := func(u resVec) float64 {
+		for _, c := range cands {
+			if lessEq(u, p.types[c.i].alloc) {
+				return c.price
+			}
+		}
+		return -1
+	}
+	used := a.used.clone()
+	used.add(b.used)
+	if c1 := costOf(used); c1 >= 0 && c1 < cur*(1-1e-9) {
+		return s.applyPair(a, b, both, nil, cur, zone)
+	}
+	// Pods largest first by their dominant share of the largest candidate type.
+	ref := s.d.zero()
+	for _, c := range cands {
+		for r, v := range p.types[c.i].alloc {
+			ref[r] = max(ref[r], v)
+		}
+	}
+	order := make([]int, len(both.pods))
+	share := make([]float64, len(both.pods))
+	for i := range both.pods {
+		order[i] = i
+		for r, v := range both.cls[i].req {
+			if ref[r] > 0 {
+				share[i] = max(share[i], float64(v)/float64(ref[r]))
+			}
+		}
+	}
+	sort.SliceStable(order, func(x, y int) bool { return share[order[x]] > share[order[y]] })
+	idx := map[*class]int{}
+	var byClass [][]int
+	for _, i := range order {
+		c := both.cls[i]
+		k, ok := idx[c]
+		if !ok {
+			k = len(byClass)
+			idx[c] = k
+			byClass = append(byClass, nil)
+		}
+		byClass[k] = append(byClass[k], i)
+	}
+	step := max(1, len(cands)/pairTypes)
+	best, bestA := cur*(1-1e-9), []bool(nil)
+	for ti := len(cands) - 1; ti >= 0; ti -= step {
+		t := p.types[cands[ti].i]
+		for variant := 0; variant < 2; variant++ {
+			var inA []bool
+			var usedA, usedB resVec
+			var countA int
+			if variant == 0 {
+				inA, usedA, usedB, countA = s.fillShare(both, order, t.alloc)
+			} else if len(byClass) > 1 {
+				inA, usedA, usedB, countA = s.fillBalanced(both, byClass, t.alloc)
+			} else {
+				break
+			}
+			if countA == 0 || countA == len(both.pods) {
+				continue
+			}
+			ca := costOf(usedA)
+			if ca < 0 || ca >= best {
+				continue
+			}
+			if cb := costOf(usedB); cb >= 0 && ca+cb < best {
+				best, bestA = ca+cb, inA
+			}
+		}
+	}
+	if bestA == nil {
+		return false
+	}
+	return s.applyPair(a, b, both, bestA, cur, zone)
+}
+
+// nodePrice is the price of a planned node's cheapest option.
+func (s *solver) nodePrice(n *node) float64 {
+	pr, _ := n.pool.types[n.cheap].price(n.zoneMask, n.ctMask)
+	return pr
+}
+
+// applyPair puts the pods of both marked in inA on a and the rest on b (all on a when inA is
+// nil), reshapes the two nodes and keeps the change only if they now cost less than cur.
+func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) bool {
+	oldA, oldB := *a, *b
+	if zone >= 0 {
+		a.zone, b.zone = zone, zone
+	}
+	a.pods, a.cls, b.pods, b.cls = nil, nil, nil, nil
+	a.used, b.used = s.d.zero(), s.d.zero()
+	for i, pd := range both.pods {
+		c := both.cls[i]
+		n := b
+		if inA == nil || inA[i] {
+			n = a
+		}
+		n.pods, n.cls = append(n.pods, pd), append(n.cls, c)
+		n.used.add(c.req)
+	}
+	a.ports, b.ports = nil, nil
+	a.reqs, b.reqs = a.pool.reqs, b.pool.reqs
+	s.reshape(a)
+	s.reshape(b)
+	after := 0.0
+	for _, n := range []*node{a, b} {
+		if len(n.pods) == 0 {
+			continue
+		}
+		if n.cheap < 0 || !lessEq(n.used, n.pool.types[n.cheap].alloc) {
+			after = cur
+			break
+		}
+		after += s.nodePrice(n)
+	}
+	if after >= cur*(1-1e-9) {
+		*a, *b = oldA, oldB
+		return false
+	}
+	return true
+}
