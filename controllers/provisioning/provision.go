@@ -29,6 +29,9 @@ var poolLimitReason = regexp.MustCompile(`NodePool (\S+) would exceed limits`)
 
 // Provision runs one batch: snapshot, solve, then nominate, launch and report.
 func (p *Provisioner) Provision(ctx context.Context) error {
+	if err := p.cacheGate.waitCaughtUp(ctx, p.kube); err != nil {
+		return err
+	}
 	start := p.clock.Now()
 	s, err := p.snapshot(ctx)
 	if err != nil {
@@ -37,6 +40,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
+	s.input.NodePools = p.admitPools(s.input.NodePools)
 	snapshotTook := p.clock.Since(start)
 	result := solver.Solve(s.input)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
@@ -93,11 +97,17 @@ const launchParallelism = 16
 
 // launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
 func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string) error {
+	if !p.launchGate.mayCreate(np.Name) {
+		return nil // the pool is backing off: its pods are planned again when the hold ends
+	}
 	nc := nodeClaimFor(np, plan)
 	nc.Labels[v1.ProvisioningBatchLabelKey] = batch
-	if err := p.kube.Create(ctx, nc); err != nil {
+	err := p.kube.Create(ctx, nc)
+	p.launchGate.observe(np.Name, err)
+	if err != nil {
 		return fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 	}
+	p.cacheGate.createdClaim(nc.Name)
 	nodeClaimsCreated.WithLabelValues(np.Name, "provisioning").Inc()
 	log.FromContext(ctx).V(1).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
 		"instanceType", plan.InstanceType.Name, "zone", plan.Offering.Zone, "capacityType", plan.Offering.CapacityType,
