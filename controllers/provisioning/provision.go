@@ -41,6 +41,9 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		return nil
 	}
 	s.input.NodePools = p.admitPools(s.input.NodePools)
+	if s.input.Pods, err = p.enforceBindings(ctx, s.input.Pods); err != nil {
+		return err
+	}
 	snapshotTook := p.clock.Since(start)
 	result := solver.Solve(s.input)
 	schedulingDuration.Observe(p.clock.Since(start).Seconds())
