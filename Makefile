@@ -54,6 +54,7 @@ k8s-assets: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manag
 .PHONY: test
 test: k8s-assets manifests generate vet ## Run all tests against a real control plane.
 	$(GO) test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
+	$(GO) test -race ./controllers/... ./solver/... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 
 ##@ Build
 
