@@ -1,5 +1,8 @@
 // Package kwok is Joist's simulated cloud: launching an instance writes a Node that the KWOK process
-// (managing nodes annotated kwok.x-k8s.io/node=fake) turns Ready and runs pods on. Instance types come
+// (managing nodes annotated kwok.x-k8s.io/node=fake) turns Ready and runs pods on. An instance with a
+// registration delay is recorded as a KWOKInstance until its Node is due, so that, as with a real
+// cloud, what was launched survives a manager crash; the provider is a manager Runnable that
+// registers them. Instance types come
 // from the solver's catalog; failures can be injected for tests.
 package kwok
 
@@ -9,7 +12,6 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,9 +56,8 @@ type CloudProvider struct {
 	unavailable *cloudprovider.UnavailableOfferings
 	soldOut     map[cloudprovider.UnavailableOffering]bool
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	pending map[string]*time.Timer // node name → delayed registration
+	mu  sync.Mutex
+	rng *rand.Rand
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -69,7 +70,7 @@ func New(kube client.Client, unavailable *cloudprovider.UnavailableOfferings, op
 	}
 	return &CloudProvider{
 		kube: kube, opts: opts, unavailable: unavailable, soldOut: soldOut,
-		rng: rand.New(rand.NewSource(opts.Seed)), pending: map[string]*time.Timer{},
+		rng: rand.New(rand.NewSource(opts.Seed)),
 	}
 }
 
@@ -83,9 +84,6 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 		return existing, nil
 	} else if !cloudprovider.IsNodeClaimNotFoundError(err) {
 		return nil, err
-	}
-	if c.pendingRegistration(nc.Name) {
-		return nil, fmt.Errorf("instance for %s is still registering", nc.Name)
 	}
 	if c.injectFailure() {
 		return nil, fmt.Errorf("kwok: injected launch failure (error rate %.0f%%)", c.opts.ErrorRate*100)
@@ -104,10 +102,11 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 			continue
 		}
 		node := c.nodeFor(nc, l, nodeClass)
-		if err := c.register(ctx, node, nodeClass); err != nil {
+		launched, err := c.register(ctx, node, nodeClass)
+		if err != nil {
 			return nil, err
 		}
-		return claimFromNode(nc, node), nil
+		return claimFromNode(nc, launched), nil
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{
 		Err:       fmt.Errorf("no available offering satisfies the requirements of %s", nc.Name),
@@ -122,39 +121,6 @@ func (c *CloudProvider) injectFailure() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rng.Float64() < c.opts.ErrorRate
-}
-
-func (c *CloudProvider) pendingRegistration(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.pending[name]
-	return ok
-}
-
-// register writes the Node now, or after the NodeClass's registration delay.
-func (c *CloudProvider) register(ctx context.Context, node *corev1.Node, nodeClass *kwokv1alpha1.KWOKNodeClass) error {
-	delay := time.Duration(0)
-	if nodeClass.Spec.RegistrationDelay != nil {
-		delay = nodeClass.Spec.RegistrationDelay.Duration
-	}
-	if delay <= 0 {
-		if err := c.kube.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating node %s: %w", node.Name, err)
-		}
-		return nil
-	}
-	logger := log.FromContext(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending[node.Name] = time.AfterFunc(delay, func() {
-		if err := c.kube.Create(context.Background(), node); err != nil && !apierrors.IsAlreadyExists(err) {
-			logger.Error(err, "registering delayed kwok node", "node", node.Name)
-		}
-		c.mu.Lock()
-		delete(c.pending, node.Name)
-		c.mu.Unlock()
-	})
-	return nil
 }
 
 func (c *CloudProvider) nodeClass(ctx context.Context, nc *v1.NodeClaim) (*kwokv1alpha1.KWOKNodeClass, error) {
@@ -223,16 +189,17 @@ func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 	if name == "" {
 		name = nc.Name
 	}
-	c.mu.Lock()
-	if t, ok := c.pending[name]; ok && t.Stop() {
-		delete(c.pending, name)
-		c.mu.Unlock()
-		return nil
+	// A booting instance may be registering right now: terminate the record, then any Node too.
+	terminated, err := c.terminateBooting(ctx, name)
+	if err != nil {
+		return err
 	}
-	c.mu.Unlock()
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
+			if terminated {
+				return nil
+			}
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
 		}
 		return fmt.Errorf("getting node %s: %w", name, err)
@@ -254,10 +221,16 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 	}
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("getting node %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("getting node %s: %w", name, err)
+		if booting, err := c.booting(ctx, name); err != nil || booting != nil {
+			if booting != nil {
+				return instanceClaim(booting), nil
+			}
+			return nil, err
+		}
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
 	}
 	if _, managed := node.Labels[ManagedLabelKey]; !managed || !node.DeletionTimestamp.IsZero() {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
@@ -272,9 +245,20 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 		return nil, fmt.Errorf("listing kwok nodes: %w", err)
 	}
 	var out []*v1.NodeClaim
+	seen := map[string]bool{}
 	for i := range nodes.Items {
+		seen[nodes.Items[i].Name] = true
 		if nodes.Items[i].DeletionTimestamp.IsZero() {
 			out = append(out, instanceClaim(&nodes.Items[i]))
+		}
+	}
+	booting, err := c.listBooting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, node := range booting {
+		if !seen[node.Name] {
+			out = append(out, instanceClaim(node))
 		}
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -96,6 +97,11 @@ func runManager(args []string) error {
 	cloud, err := f.cloud.build(mgr.GetClient())
 	if err != nil {
 		return err
+	}
+	if r, ok := cloud.(manager.Runnable); ok { // a provider's own background work (kwok: registering booting instances)
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("adding the cloud provider: %w", err)
+		}
 	}
 	if err := controllers.Register(ctx, mgr, cloud, clock.RealClock{}, f.controllers); err != nil {
 		return err
