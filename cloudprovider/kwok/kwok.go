@@ -47,6 +47,8 @@ type Options struct {
 	UnavailableOfferings []cloudprovider.UnavailableOffering
 	// Seed makes failure injection reproducible.
 	Seed int64
+	// Faults are further injected failures (terminations, latency).
+	Faults Faults
 }
 
 // CloudProvider is the KWOK cloud.
@@ -79,7 +81,9 @@ func (c *CloudProvider) Name() string { return "kwok" }
 
 // Create launches the cheapest available offering compatible with the claim's requirements, trying
 // the next-cheapest when an offering is sold out. A Node already launched for the claim is adopted.
-func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.NodeClaim, err error) {
+	done := c.call(ctx, "Create")
+	defer func() { done(err) }()
 	if existing, err := c.Get(ctx, ProviderIDPrefix+nc.Name); err == nil {
 		return existing, nil
 	} else if !cloudprovider.IsNodeClaimNotFoundError(err) {
@@ -94,7 +98,7 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 	}
 	var tried []cloudprovider.UnavailableOffering
 	for _, l := range cloudprovider.LaunchOptions(nc.Spec.Requirements, c.opts.InstanceTypes, c.unavailable) {
-		if c.soldOut[l.Key()] {
+		if c.soldOutNow(l.Key(), nodeClass) {
 			c.unavailable.MarkUnavailable(l.Key())
 			tried = append(tried, l.Key())
 			log.FromContext(ctx).V(1).Info("offering sold out, trying the next-cheapest",
@@ -184,7 +188,12 @@ func claimFromNode(nc *v1.NodeClaim, node *corev1.Node) *v1.NodeClaim {
 }
 
 // Delete terminates the instance: the Node is deleted (its finalizers still run).
-func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
+func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) (err error) {
+	done := c.call(ctx, "Delete")
+	defer func() { done(err) }()
+	if err := c.injectDeleteFailure(); err != nil {
+		return err
+	}
 	name := strings.TrimPrefix(nc.Status.ProviderID, ProviderIDPrefix)
 	if name == "" {
 		name = nc.Name
@@ -214,7 +223,9 @@ func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 }
 
 // Get returns the instance with providerID; instances whose Node is being deleted are gone.
-func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *v1.NodeClaim, err error) {
+	done := c.call(ctx, "Get")
+	defer func() { done(err) }()
 	name, ok := strings.CutPrefix(providerID, ProviderIDPrefix)
 	if !ok || name == "" {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("provider id %q is not a kwok id", providerID))
@@ -239,7 +250,9 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 }
 
 // List returns every running instance.
-func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+func (c *CloudProvider) List(ctx context.Context) (_ []*v1.NodeClaim, err error) {
+	done := c.call(ctx, "List")
+	defer func() { done(err) }()
 	nodes := &corev1.NodeList{}
 	if err := c.kube.List(ctx, nodes, client.HasLabels{ManagedLabelKey}); err != nil {
 		return nil, fmt.Errorf("listing kwok nodes: %w", err)

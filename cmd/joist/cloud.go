@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ type cloudFlags struct {
 	errorRate   float64
 	soldOut     string
 	seed        int64
+	faults      kwok.Faults
 }
 
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
@@ -29,6 +31,9 @@ func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
 	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
+	fs.Float64Var(&c.faults.DeleteErrorRate, "kwok-delete-error-rate", 0, "Fraction (0–1) of kwok terminations that fail with a transient error, for testing.")
+	fs.Float64Var(&c.faults.LatencySpikeRate, "kwok-latency-spike-rate", 0, "Fraction (0–1) of kwok API calls delayed by --kwok-latency-spike, for testing.")
+	fs.DurationVar(&c.faults.LatencySpike, "kwok-latency-spike", 10*time.Second, "Delay of a kwok API call hit by a latency spike.")
 }
 
 func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, error) {
@@ -54,7 +59,7 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 	}
 	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
 	return kwok.New(kube, unavailable, kwok.Options{
-		InstanceTypes: its, ErrorRate: c.errorRate, UnavailableOfferings: soldOut, Seed: c.seed,
+		InstanceTypes: its, ErrorRate: c.errorRate, UnavailableOfferings: soldOut, Seed: c.seed, Faults: c.faults,
 	}), nil
 }
 
