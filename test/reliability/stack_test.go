@@ -67,6 +67,8 @@ type stack struct {
 	args    []string
 	manager *exec.Cmd
 	starts  int
+	// kubeconfig the manager uses; the environment's admin kubeconfig when empty.
+	kubeconfig string
 }
 
 func newStack(t *testing.T, extraArgs ...string) *stack {
@@ -92,7 +94,11 @@ func (s *stack) start() {
 		s.t.Fatal(err)
 	}
 	cmd := exec.Command(joistBinary, s.args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.env.KubeconfigPath)
+	kubeconfig := s.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = s.env.KubeconfigPath
+	}
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
