@@ -36,6 +36,7 @@ func TestCloudFaults(t *testing.T) {
 	s := newStack(t, "--kwok-error-rate=0.3", "--kwok-delete-error-rate=0.3", "--kwok-latency-spike-rate=0.05",
 		"--kwok-latency-spike="+spike.String(), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
 	s.setUp(ctx, time.Second)
+	s.onlyCPU(ctx, "8") // many small nodes: tens of creates and terminations
 	s.start()
 	start := time.Now()
 	deploys := deployments(pods)

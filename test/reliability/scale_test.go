@@ -40,15 +40,7 @@ func TestScale(t *testing.T) {
 	s := newStack(t, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
 	s.setUp(ctx, 0)
 	// Only 2-cpu types: five 350m pods fill one, so the cluster grows to pods/5 nodes.
-	np := &v1.NodePool{}
-	if err := s.kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {
-		t.Fatal(err)
-	}
-	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
-		v1.NodeSelectorRequirementWithMinValues{Key: "joist.dev/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"2"}})
-	if err := s.kube.Update(ctx, np); err != nil {
-		t.Fatal(err)
-	}
+	s.onlyCPU(ctx, "2")
 	s.start()
 	before, err := apiserverRequests(ctx, s)
 	if err != nil {
@@ -189,4 +181,18 @@ func promLabels(line string) map[string]string {
 		}
 	}
 	return labels
+}
+
+// onlyCPU restricts the NodePool to instance types with that many cpus, to get many nodes.
+func (s *stack) onlyCPU(ctx context.Context, cpus string) {
+	s.t.Helper()
+	np := &v1.NodePool{}
+	if err := s.kube.Get(ctx, client.ObjectKey{Name: "general"}, np); err != nil {
+		s.t.Fatal(err)
+	}
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: "joist.dev/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{cpus}})
+	if err := s.kube.Update(ctx, np); err != nil {
+		s.t.Fatal(err)
+	}
 }

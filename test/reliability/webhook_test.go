@@ -117,7 +117,9 @@ func limitedPool(name string) *v1.NodePool {
 	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{
 		Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("400Gi")},
 		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+				{Key: "joist.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}}},
 			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.GroupVersion.Group, Kind: "KWOKNodeClass", Name: "default"},
 		}}}}
 }
