@@ -69,7 +69,7 @@ func TestWebhookOutageAndCertRotation(t *testing.T) {
 	if err := kube.Create(ctx, pod); err != nil {
 		t.Fatalf("pod creation must succeed while Joist is down (fail-open): %v", err)
 	}
-	err = kube.Create(ctx, limitedPool("during-outage"))
+	err = kube.Create(ctx, limitedPool("during-outage", 10))
 	if err == nil {
 		t.Fatal("NodePool creation must fail while Joist is down (fail-closed)")
 	}
@@ -82,7 +82,7 @@ func TestWebhookOutageAndCertRotation(t *testing.T) {
 	// Back up: NodePools are admitted again.
 	s.start()
 	firstSerial := waitServing(t, addr, nil)
-	if err := eventuallyErr(30*time.Second, func() error { return kube.Create(ctx, limitedPool("after-outage")) }); err != nil {
+	if err := eventuallyErr(30*time.Second, func() error { return kube.Create(ctx, limitedPool("after-outage", 20)) }); err != nil {
 		t.Fatalf("NodePool after the manager came back: %v", err)
 	}
 
@@ -103,7 +103,7 @@ func TestWebhookOutageAndCertRotation(t *testing.T) {
 	if s.manager.Process.Pid != pid {
 		t.Fatal("the manager restarted")
 	}
-	if err := eventuallyErr(30*time.Second, func() error { return kube.Create(ctx, limitedPool("after-rotation")) }); err != nil {
+	if err := eventuallyErr(30*time.Second, func() error { return kube.Create(ctx, limitedPool("after-rotation", 30)) }); err != nil {
 		t.Fatalf("NodePool through the rotated certificate: %v", err)
 	}
 	report(t, "webhook outage and certificate rotation", "| check | result |\n|---|---|", []string{
@@ -113,8 +113,10 @@ func TestWebhookOutageAndCertRotation(t *testing.T) {
 	})
 }
 
-func limitedPool(name string) *v1.NodePool {
-	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{
+// limitedPool is a NodePool the built-in guardrails accept (limits, no GPU types; distinct weights
+// keep pools from overlapping).
+func limitedPool(name string, weight int32) *v1.NodePool {
+	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NodePoolSpec{Weight: &weight,
 		Limits: v1.Limits{corev1.ResourceCPU: resource.MustParse("100"), corev1.ResourceMemory: resource.MustParse("400Gi")},
 		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{
