@@ -10,7 +10,7 @@ K8S_ASSETS := $(CURDIR)/bin/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
 # Packages controller-gen reads markers from (bench/upstream is a separate module on a newer Go).
-GEN_PATHS := {./api/...,./controllers/...,./webhooks/...}
+GEN_PATHS := {./api/...,./cloudprovider/...,./controllers/...,./webhooks/...}
 
 # go test flags; `make test TESTFLAGS=-v` for verbose output.
 TESTFLAGS ?=
