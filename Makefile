@@ -15,7 +15,7 @@ K8S_ASSETS := $(CURDIR)/bin/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS := $(K8S_ASSETS)
 
 # Packages controller-gen reads markers from (bench/upstream is a separate module on a newer Go).
-GEN_PATHS := {./api/...,./controllers/...,./webhooks/...}
+GEN_PATHS := {./api/...,./cloudprovider/...,./controllers/...,./webhooks/...}
 
 # go test flags; `make test TESTFLAGS=-v` for verbose output.
 TESTFLAGS ?=
@@ -59,6 +59,25 @@ k8s-assets: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manag
 .PHONY: test
 test: k8s-assets verify vet ## Run all tests against a real control plane (after checking generated files are committed).
 	$(GO) test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
+	$(GO) test -race ./controllers/... ./solver/... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
+
+# Long reliability suites: `make test-reliability FUZZTIME=5m RELIABILITY_RUN=TestCrash` narrows them.
+FUZZTIME ?= 2m
+RELIABILITY_RUN ?= .
+RELIABILITY_REPORT ?= $(CURDIR)/bin/reliability-report.md
+FUZZ_TARGETS := ./solver:FuzzSolve ./solver:FuzzSolveHugeQuantities ./policy:FuzzValidateNodePool ./policy:FuzzDefaultPod \
+	./policy:FuzzMergeGuardrails ./catalog:FuzzParse ./cmd/joist/simulate:FuzzLoadDocument
+
+.PHONY: test-reliability
+test-reliability: k8s-assets ## Long reliability suites (crash, cloud faults, scale) and every fuzz target for FUZZTIME; figures go to bin/reliability-report.md (see docs/reliability.md).
+	$(GO) build -o bin/joist ./cmd/joist
+	rm -f $(RELIABILITY_REPORT)
+	JOIST_BINARY=$(CURDIR)/bin/joist RELIABILITY_LONG=1 RELIABILITY_REPORT=$(RELIABILITY_REPORT) \
+		$(GO) test ./test/reliability -run '$(RELIABILITY_RUN)' -count=1 -v -timeout 180m
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
 
 ##@ Build
 

@@ -77,7 +77,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
 		return fmt.Errorf("adding garbage collector: %w", err)
 	}
-	if r, ok := cloud.(cloudprovider.ControllerRegistrar); ok {
+	if r, ok := cloudprovider.As[cloudprovider.ControllerRegistrar](cloud); ok {
 		if err := r.RegisterControllers(ctx, mgr); err != nil {
 			return fmt.Errorf("registering %s provider controllers: %w", cloud.Name(), err)
 		}

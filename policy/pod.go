@@ -270,3 +270,39 @@ func ValidatePodPlacement(p Policy, pod *corev1.Pod, nsLabels map[string]string)
 	}
 	return vs
 }
+
+// NamespaceOptedOut reports whether a namespace carries the opt-out label (set by whoever administers
+// namespaces, so always honoured).
+func NamespaceOptedOut(nsLabels map[string]string) bool {
+	return nsLabels[v1alpha1.OptOutLabelKey] == v1alpha1.OptOutLabelValue
+}
+
+// PodOptedOut reports whether the pod guardrails skip a pod: its namespace opted out, or the pod
+// carries the opt-out label in a namespace some Guardrail's podOptOut selects. Elsewhere the pod's
+// label is ignored, since any tenant who can create a pod can set it.
+func PodOptedOut(guardrails []v1alpha1.Guardrail, pod *corev1.Pod, nsLabels map[string]string) bool {
+	if NamespaceOptedOut(nsLabels) {
+		return true
+	}
+	if pod.Labels[v1alpha1.OptOutLabelKey] != v1alpha1.OptOutLabelValue {
+		return false
+	}
+	return slices.ContainsFunc(guardrails, func(g v1alpha1.Guardrail) bool {
+		return g.Spec.PodOptOut != nil && selects(&g.Spec.PodOptOut.NamespaceSelector, nsLabels)
+	})
+}
+
+// ConfineToBoundNodePools returns the pod as the provisioner must plan it: a copy restricted to the
+// NodePools its namespace is bound to, when the pod webhook did not do that (it fails open, and may
+// have been down). ok is false when the pod is planned as it is.
+func ConfineToBoundNodePools(p Policy, pod *corev1.Pod, nsLabels map[string]string) (confined *corev1.Pod, ok bool) {
+	pools, _, bound := p.BoundNodePools(nsLabels)
+	if !bound || placedElsewhere(pod) {
+		return nil, false
+	}
+	out := pod.DeepCopy()
+	if !injectNodePoolAffinity(out, pools) {
+		return nil, false
+	}
+	return out, true
+}

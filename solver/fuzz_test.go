@@ -7,6 +7,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
@@ -137,6 +138,41 @@ func FuzzSolve(f *testing.F) {
 		r := solver.Solve(in)
 		if err := verify.Verify(in, r); err != nil {
 			t.Fatalf("seed %d size %d: %v\n%s", seed, size, err, summary(r))
+		}
+	})
+}
+
+// FuzzSolveHugeQuantities is FuzzSolve with some requests, capacities and pool limits scaled up to
+// 1e21 (far past int64 milli-units): the plan must still verify and no request may wrap negative.
+func FuzzSolveHugeQuantities(f *testing.F) {
+	for seed := int64(0); seed < 20; seed++ {
+		f.Add(seed, uint8(5+seed%30), uint8(seed*7), uint8(18+seed%4))
+	}
+	f.Fuzz(func(t *testing.T, seed int64, size, which, exp uint8) {
+		in := randomInput(seed, int(size%60))
+		huge := resource.MustParse(fmt.Sprintf("1e%d", 12+int(exp)%10)) // 1e12 … 1e21
+		name := []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}[which%2]
+		for i, p := range in.Pods {
+			if (i+int(which))%5 == 0 && len(p.Spec.Containers) > 0 {
+				c := &p.Spec.Containers[0]
+				c.Resources.Requests[name] = huge.DeepCopy()
+			}
+		}
+		for i := range in.NodePools {
+			if which%3 == 0 {
+				in.NodePools[i].Remaining = corev1.ResourceList{name: huge.DeepCopy()}
+			}
+		}
+		r := solver.Solve(in)
+		if err := verify.Verify(in, r); err != nil {
+			t.Fatalf("seed %d size %d huge %s %s: %v\n%s", seed, size, name, huge.String(), err, summary(r))
+		}
+		for _, nc := range r.NewNodeClaims {
+			for n, q := range nc.Requests {
+				if q.Sign() < 0 {
+					t.Fatalf("plan requests %s=%s: wrapped negative", n, q.String())
+				}
+			}
 		}
 	})
 }

@@ -134,8 +134,7 @@ func (s *solver) resourceMsg(p *pool, c *class, cb bitset) string {
 	})
 	for r, v := range c.req {
 		if v > maxAlloc[r] {
-			q := quantityFromMilli(s.d.names[r], v)
-			msg := fmt.Sprintf("no instance type offers %s %s", q.String(), s.d.names[r])
+			msg := fmt.Sprintf("no instance type offers %s %s", describeMilli(s.d.names[r], v), s.d.names[r])
 			if v <= maxRaw[r] {
 				msg += " after daemonset overhead"
 			}
@@ -145,8 +144,7 @@ func (s *solver) resourceMsg(p *pool, c *class, cb bitset) string {
 	var parts []string
 	for r, v := range c.req {
 		if v > 0 && s.d.names[r] != corev1.ResourcePods {
-			q := quantityFromMilli(s.d.names[r], v)
-			parts = append(parts, fmt.Sprintf("%s=%s", s.d.names[r], q.String()))
+			parts = append(parts, fmt.Sprintf("%s=%s", s.d.names[r], describeMilli(s.d.names[r], v)))
 		}
 	}
 	return fmt.Sprintf("no instance type offers %s together", strings.Join(parts, ", "))

@@ -11,8 +11,42 @@ import (
 // kubelet's default maxPods).
 const defaultMaxPods = 110
 
-// resVec is a resource vector in milli-units, indexed by dims.
+// resVec is a resource vector in milli-units, indexed by dims. Entries stay within ±milliCap, so
+// the sum of any two never overflows int64.
 type resVec []int64
+
+// milliCap bounds every milli-unit amount: 2e18 milli-units is 2P of memory (about 1.8 PiB) or 2e15
+// cores, far beyond any one node. A request at milliCap means "more than that" and fits nothing: a
+// capacity or limit is held at milliCap-1, so it is never mistaken for room to hold it.
+const milliCap = 2_000_000_000_000_000_000
+
+// capQuantity and negCapQuantity are ±milliCap as Quantities, to compare before converting.
+var (
+	capQuantity    = *resource.NewMilliQuantity(milliCap, resource.DecimalSI)
+	negCapQuantity = *resource.NewMilliQuantity(-milliCap, resource.DecimalSI)
+)
+
+// requestMilli is q in milli-units, saturated at ±milliCap instead of wrapping: Quantity.MilliValue
+// wraps negative for anything past 9.2e18 milli-units (8 PiB of memory).
+func requestMilli(q resource.Quantity) int64 {
+	switch {
+	case q.Cmp(capQuantity) >= 0:
+		return milliCap
+	case q.Cmp(negCapQuantity) <= 0:
+		return -milliCap
+	}
+	return q.MilliValue()
+}
+
+// capacityMilli is requestMilli for room (capacity, allocatable, limits): held below milliCap.
+func capacityMilli(q resource.Quantity) int64 {
+	return min(requestMilli(q), milliCap-1)
+}
+
+// clampMilli saturates x into ±milliCap.
+func clampMilli(x int64) int64 {
+	return max(min(x, milliCap), -milliCap)
+}
 
 // dims maps resource names to vector indexes. cpu, memory, pods and ephemeral-storage come first,
 // extended resources follow in name order.
@@ -50,20 +84,24 @@ func (d *dims) n() int { return len(d.names) }
 
 func (d *dims) zero() resVec { return make(resVec, len(d.names)) }
 
-// vec converts a ResourceList; names outside dims are ignored.
+// vec converts a ResourceList of requests; names outside dims are ignored.
 func (d *dims) vec(rl corev1.ResourceList) resVec {
+	return d.vecOf(rl, requestMilli)
+}
+
+func (d *dims) vecOf(rl corev1.ResourceList, milli func(resource.Quantity) int64) resVec {
 	v := d.zero()
 	for name, q := range rl {
 		if i, ok := d.index[name]; ok {
-			v[i] = q.MilliValue()
+			v[i] = milli(q)
 		}
 	}
 	return v
 }
 
-// capacityVec is vec with the pods default applied.
+// capacityVec converts capacity (held below milliCap) with the pods default applied.
 func (d *dims) capacityVec(rl corev1.ResourceList) resVec {
-	v := d.vec(rl)
+	v := d.vecOf(rl, capacityMilli)
 	if _, ok := rl[corev1.ResourcePods]; !ok {
 		v[d.pods] = defaultMaxPods * 1000
 	}
@@ -83,13 +121,13 @@ func (d *dims) list(v resVec) corev1.ResourceList {
 
 func (v resVec) add(o resVec) {
 	for i := range v {
-		v[i] += o[i]
+		v[i] = clampMilli(v[i] + o[i])
 	}
 }
 
 func (v resVec) sub(o resVec) {
 	for i := range v {
-		v[i] -= o[i]
+		v[i] = clampMilli(v[i] - o[i])
 	}
 }
 
@@ -144,7 +182,7 @@ func (d *dims) containerRequests(c *corev1.Container) resVec {
 			continue
 		}
 		if i, ok := d.index[name]; ok {
-			v[i] = q.MilliValue()
+			v[i] = requestMilli(q)
 		}
 	}
 	return v
@@ -187,13 +225,22 @@ func (d *dims) podRequests(spec *corev1.PodSpec) resVec {
 				continue
 			}
 			if i, ok := d.index[name]; ok {
-				reqs[i] = q.MilliValue()
+				reqs[i] = requestMilli(q)
 			}
 		}
 	}
 	reqs.add(d.vec(spec.Overhead))
 	reqs[d.pods] = 1000
 	return reqs
+}
+
+// describeMilli renders an amount for a message; a saturated one reads "over <milliCap>".
+func describeMilli(name corev1.ResourceName, milli int64) string {
+	if milli >= milliCap {
+		return "over " + capQuantity.String()
+	}
+	q := quantityFromMilli(name, milli)
+	return q.String()
 }
 
 func quantityFromMilli(name corev1.ResourceName, milli int64) resource.Quantity {

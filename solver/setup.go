@@ -166,7 +166,7 @@ func (s *solver) buildPools() {
 			}
 			for name, q := range pi.Remaining {
 				if i, ok := s.d.index[name]; ok {
-					p.remaining[i] = q.MilliValue()
+					p.remaining[i] = capacityMilli(q)
 				}
 			}
 			p.committed = s.d.zero()

@@ -55,6 +55,7 @@ func testPods(t *testing.T, s *suite) {
 	ctx := context.Background()
 	namespace(t, s, "team-a", map[string]string{"team": "a"})
 	namespace(t, s, "team-b", nil)
+	namespace(t, s, "sandbox", map[string]string{"team": "a", "tier": "sandbox"})
 	g := &v1alpha1.Guardrail{ObjectMeta: objectMeta("teams"), Spec: v1alpha1.GuardrailSpec{
 		PodDefaults: []v1alpha1.PodDefaults{
 			{DefaultRequests: rl("cpu", "100m", "memory", "128Mi"), DefaultLimits: rl("memory", "256Mi")},
@@ -64,6 +65,7 @@ func testPods(t *testing.T, s *suite) {
 			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
 			NodePools:         []string{"team-a", "shared"},
 		}},
+		PodOptOut: &v1alpha1.PodOptOut{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "sandbox"}}},
 	}}
 	s.create(t, g)
 	defer s.remove(t, g)
@@ -101,8 +103,14 @@ func testPods(t *testing.T, s *suite) {
 			want:       resources(rl("cpu", "100m", "memory", "128Mi"), rl("memory", "256Mi")),
 			annotation: []string{`containers[app].resources.requests.memory=128Mi (defaultRequests by Guardrail "teams")`}},
 		{name: "kube-system is excluded", pod: newPod("kube-system", "system", resources(nil, nil)), want: resources(nil, nil)},
-		{name: "opt-out label", pod: func() *corev1.Pod {
-			p := newPod("team-a", "opted-out", resources(nil, nil))
+		{name: "opt-out label ignored where no Guardrail allows it", pod: func() *corev1.Pod {
+			p := newPod("team-a", "opt-out-ignored", resources(nil, nil))
+			p.Labels = map[string]string{v1alpha1.OptOutLabelKey: v1alpha1.OptOutLabelValue}
+			return p
+		}(), want: resources(rl("cpu", "100m", "memory", "256Mi"), rl("memory", "256Mi")), affinity: bound,
+			annotation: []string{`affinity karpenter.sh/nodepool In [shared,team-a] by Guardrail "teams"`}},
+		{name: "opt-out label honoured where a Guardrail allows it", pod: func() *corev1.Pod {
+			p := newPod("sandbox", "opted-out", resources(nil, nil))
 			p.Labels = map[string]string{v1alpha1.OptOutLabelKey: v1alpha1.OptOutLabelValue}
 			return p
 		}(), want: resources(nil, nil)},

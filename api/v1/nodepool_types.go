@@ -38,13 +38,20 @@ type NodeClaimTemplate struct {
 
 // ObjectMeta is the subset of metadata a template may set on the nodes it launches.
 type ObjectMeta struct {
-	// Labels are applied to every NodeClaim and Node launched from the template.
+	// Labels are applied to every NodeClaim and Node launched from the template. Keys are checked
+	// here; values (whose regex CEL cannot afford on unbounded map values) are checked by the
+	// provisioner, which refuses to launch from a pool with an invalid one and says which.
 	// +kubebuilder:validation:MaxProperties=100
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k == 'karpenter.sh/capacity-type' || !k.find('^([^/]+)').endsWith('karpenter.sh'))",message="label domain \"karpenter.sh\" is restricted: remove the karpenter.sh/ label, Joist sets the well-known karpenter.sh labels itself"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'kubernetes.io/hostname')",message="label \"kubernetes.io/hostname\" is restricted: the kubelet sets it per node"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'kubernetes.io/arch', 'kubernetes.io/os', 'beta.kubernetes.io/instance-type', 'beta.kubernetes.io/arch', 'beta.kubernetes.io/os', 'failure-domain.beta.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region'] || k.find('^([^/]+)').endsWith('node.kubernetes.io') || k.find('^([^/]+)').endsWith('node-restriction.kubernetes.io') || !k.find('^([^/]+)').endsWith('kubernetes.io'))",message="label domain \"kubernetes.io\" is restricted: use your own domain (example.com/team), or node.kubernetes.io/ or node-restriction.kubernetes.io/"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.find('^([^/]+)').endsWith('kops.k8s.io') || !k.find('^([^/]+)').endsWith('k8s.io'))",message="label domain \"k8s.io\" is restricted: use your own domain (example.com/team)"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="label keys must be valid Kubernetes label keys: an optional DNS-subdomain prefix and '/', then at most 63 characters of alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are applied to every NodeClaim and Node launched from the template.
+	// +kubebuilder:validation:MaxProperties=100
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="annotation keys must be valid Kubernetes annotation keys: an optional DNS-subdomain prefix and '/', then at most 63 characters of alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }

@@ -1,5 +1,8 @@
 // Package kwok is Joist's simulated cloud: launching an instance writes a Node that the KWOK process
-// (managing nodes annotated kwok.x-k8s.io/node=fake) turns Ready and runs pods on. Instance types come
+// (managing nodes annotated kwok.x-k8s.io/node=fake) turns Ready and runs pods on. An instance with a
+// registration delay is recorded as a KWOKInstance until its Node is due, so that, as with a real
+// cloud, what was launched survives a manager crash; the provider is a manager Runnable that
+// registers them. Instance types come
 // from the solver's catalog; failures can be injected for tests.
 package kwok
 
@@ -9,7 +12,6 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +47,8 @@ type Options struct {
 	UnavailableOfferings []cloudprovider.UnavailableOffering
 	// Seed makes failure injection reproducible.
 	Seed int64
+	// Faults are further injected failures (terminations, latency).
+	Faults Faults
 }
 
 // CloudProvider is the KWOK cloud.
@@ -54,9 +58,8 @@ type CloudProvider struct {
 	unavailable *cloudprovider.UnavailableOfferings
 	soldOut     map[cloudprovider.UnavailableOffering]bool
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	pending map[string]*time.Timer // node name → delayed registration
+	mu  sync.Mutex
+	rng *rand.Rand
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -69,7 +72,7 @@ func New(kube client.Client, unavailable *cloudprovider.UnavailableOfferings, op
 	}
 	return &CloudProvider{
 		kube: kube, opts: opts, unavailable: unavailable, soldOut: soldOut,
-		rng: rand.New(rand.NewSource(opts.Seed)), pending: map[string]*time.Timer{},
+		rng: rand.New(rand.NewSource(opts.Seed)),
 	}
 }
 
@@ -78,14 +81,13 @@ func (c *CloudProvider) Name() string { return "kwok" }
 
 // Create launches the cheapest available offering compatible with the claim's requirements, trying
 // the next-cheapest when an offering is sold out. A Node already launched for the claim is adopted.
-func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.NodeClaim, err error) {
+	done := c.call(ctx, "Create")
+	defer func() { done(err) }()
 	if existing, err := c.Get(ctx, ProviderIDPrefix+nc.Name); err == nil {
 		return existing, nil
 	} else if !cloudprovider.IsNodeClaimNotFoundError(err) {
 		return nil, err
-	}
-	if c.pendingRegistration(nc.Name) {
-		return nil, fmt.Errorf("instance for %s is still registering", nc.Name)
 	}
 	if c.injectFailure() {
 		return nil, fmt.Errorf("kwok: injected launch failure (error rate %.0f%%)", c.opts.ErrorRate*100)
@@ -96,7 +98,7 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 	}
 	var tried []cloudprovider.UnavailableOffering
 	for _, l := range cloudprovider.LaunchOptions(nc.Spec.Requirements, c.opts.InstanceTypes, c.unavailable) {
-		if c.soldOut[l.Key()] {
+		if c.soldOutNow(l.Key(), nodeClass) {
 			c.unavailable.MarkUnavailable(l.Key())
 			tried = append(tried, l.Key())
 			log.FromContext(ctx).V(1).Info("offering sold out, trying the next-cheapest",
@@ -104,10 +106,11 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 			continue
 		}
 		node := c.nodeFor(nc, l, nodeClass)
-		if err := c.register(ctx, node, nodeClass); err != nil {
+		launched, err := c.register(ctx, node, nodeClass)
+		if err != nil {
 			return nil, err
 		}
-		return claimFromNode(nc, node), nil
+		return claimFromNode(nc, launched), nil
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{
 		Err:       fmt.Errorf("no available offering satisfies the requirements of %s", nc.Name),
@@ -122,39 +125,6 @@ func (c *CloudProvider) injectFailure() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.rng.Float64() < c.opts.ErrorRate
-}
-
-func (c *CloudProvider) pendingRegistration(name string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.pending[name]
-	return ok
-}
-
-// register writes the Node now, or after the NodeClass's registration delay.
-func (c *CloudProvider) register(ctx context.Context, node *corev1.Node, nodeClass *kwokv1alpha1.KWOKNodeClass) error {
-	delay := time.Duration(0)
-	if nodeClass.Spec.RegistrationDelay != nil {
-		delay = nodeClass.Spec.RegistrationDelay.Duration
-	}
-	if delay <= 0 {
-		if err := c.kube.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating node %s: %w", node.Name, err)
-		}
-		return nil
-	}
-	logger := log.FromContext(ctx)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending[node.Name] = time.AfterFunc(delay, func() {
-		if err := c.kube.Create(context.Background(), node); err != nil && !apierrors.IsAlreadyExists(err) {
-			logger.Error(err, "registering delayed kwok node", "node", node.Name)
-		}
-		c.mu.Lock()
-		delete(c.pending, node.Name)
-		c.mu.Unlock()
-	})
-	return nil
 }
 
 func (c *CloudProvider) nodeClass(ctx context.Context, nc *v1.NodeClaim) (*kwokv1alpha1.KWOKNodeClass, error) {
@@ -218,21 +188,27 @@ func claimFromNode(nc *v1.NodeClaim, node *corev1.Node) *v1.NodeClaim {
 }
 
 // Delete terminates the instance: the Node is deleted (its finalizers still run).
-func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
+func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) (err error) {
+	done := c.call(ctx, "Delete")
+	defer func() { done(err) }()
+	if err := c.injectDeleteFailure(); err != nil {
+		return err
+	}
 	name := strings.TrimPrefix(nc.Status.ProviderID, ProviderIDPrefix)
 	if name == "" {
 		name = nc.Name
 	}
-	c.mu.Lock()
-	if t, ok := c.pending[name]; ok && t.Stop() {
-		delete(c.pending, name)
-		c.mu.Unlock()
-		return nil
+	// A booting instance may be registering right now: terminate the record, then any Node too.
+	terminated, err := c.terminateBooting(ctx, name)
+	if err != nil {
+		return err
 	}
-	c.mu.Unlock()
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		if apierrors.IsNotFound(err) {
+			if terminated {
+				return nil
+			}
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
 		}
 		return fmt.Errorf("getting node %s: %w", name, err)
@@ -247,17 +223,25 @@ func (c *CloudProvider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 }
 
 // Get returns the instance with providerID; instances whose Node is being deleted are gone.
-func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *v1.NodeClaim, err error) {
+	done := c.call(ctx, "Get")
+	defer func() { done(err) }()
 	name, ok := strings.CutPrefix(providerID, ProviderIDPrefix)
 	if !ok || name == "" {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("provider id %q is not a kwok id", providerID))
 	}
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("getting node %s: %w", name, err)
 		}
-		return nil, fmt.Errorf("getting node %s: %w", name, err)
+		if booting, err := c.booting(ctx, name); err != nil || booting != nil {
+			if booting != nil {
+				return instanceClaim(booting), nil
+			}
+			return nil, err
+		}
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
 	}
 	if _, managed := node.Labels[ManagedLabelKey]; !managed || !node.DeletionTimestamp.IsZero() {
 		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("kwok instance %s", name))
@@ -266,15 +250,28 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeCla
 }
 
 // List returns every running instance.
-func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+func (c *CloudProvider) List(ctx context.Context) (_ []*v1.NodeClaim, err error) {
+	done := c.call(ctx, "List")
+	defer func() { done(err) }()
 	nodes := &corev1.NodeList{}
 	if err := c.kube.List(ctx, nodes, client.HasLabels{ManagedLabelKey}); err != nil {
 		return nil, fmt.Errorf("listing kwok nodes: %w", err)
 	}
 	var out []*v1.NodeClaim
+	seen := map[string]bool{}
 	for i := range nodes.Items {
+		seen[nodes.Items[i].Name] = true
 		if nodes.Items[i].DeletionTimestamp.IsZero() {
 			out = append(out, instanceClaim(&nodes.Items[i]))
+		}
+	}
+	booting, err := c.listBooting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, node := range booting {
+		if !seen[node.Name] {
+			out = append(out, instanceClaim(node))
 		}
 	}
 	return out, nil

@@ -52,6 +52,9 @@ func Decorate(cp cloudprovider.CloudProvider) cloudprovider.CloudProvider {
 	return &decorator{CloudProvider: cp}
 }
 
+// Unwrap returns the provider underneath, so its optional interfaces stay reachable (cloudprovider.As).
+func (d *decorator) Unwrap() cloudprovider.CloudProvider { return d.CloudProvider }
+
 func (d *decorator) observe(method string, start time.Time, err error) {
 	Duration.WithLabelValues(method, d.Name()).Observe(time.Since(start).Seconds())
 	if err != nil {

@@ -79,3 +79,28 @@ func TestDecorateCountsCallsAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// withExtras is a provider with the optional interfaces the controller wiring looks for.
+type withExtras struct {
+	recording
+	cache *cloudprovider.UnavailableOfferings
+}
+
+func (w *withExtras) UnavailableOfferings() *cloudprovider.UnavailableOfferings { return w.cache }
+func (w *withExtras) Start(context.Context) error                                 { return nil }
+
+// Decorating must not hide the provider's optional interfaces: the launch path marks the shared
+// unavailable-offerings cache and the manager runs the provider's own background loop.
+func TestDecoratedProviderKeepsOptionalInterfaces(t *testing.T) {
+	cache := cloudprovider.NewUnavailableOfferings(nil, 0)
+	cp := Decorate(&withExtras{cache: cache})
+	if got := cloudprovider.UnavailableOfferingsOf(cp); got != cache {
+		t.Errorf("UnavailableOfferingsOf(decorated) = %p, want the provider's cache %p", got, cache)
+	}
+	if _, ok := cloudprovider.As[interface{ Start(context.Context) error }](cp); !ok {
+		t.Error("the decorated provider's Start is not reachable through cloudprovider.As")
+	}
+	if _, ok := cloudprovider.As[cloudprovider.ControllerRegistrar](cp); ok {
+		t.Error("As found a ControllerRegistrar the provider does not implement")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,7 @@ type cloudFlags struct {
 	soldOut     string
 	seed        int64
 	aws         awsFlags
+	faults      kwok.Faults
 }
 
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
@@ -34,6 +36,9 @@ func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
 	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
+	fs.Float64Var(&c.faults.DeleteErrorRate, "kwok-delete-error-rate", 0, "Fraction (0–1) of kwok terminations that fail with a transient error, for testing.")
+	fs.Float64Var(&c.faults.LatencySpikeRate, "kwok-latency-spike-rate", 0, "Fraction (0–1) of kwok API calls delayed by --kwok-latency-spike, for testing.")
+	fs.DurationVar(&c.faults.LatencySpike, "kwok-latency-spike", 10*time.Second, "Delay of a kwok API call hit by a latency spike.")
 	c.aws.bind(fs)
 }
 
@@ -68,7 +73,7 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 		return nil, err
 	}
 	return &kwokCloud{CloudProvider: kwok.New(kube, unavailable, kwok.Options{
-		InstanceTypes: its, ErrorRate: c.errorRate, UnavailableOfferings: soldOut, Seed: c.seed,
+		InstanceTypes: its, ErrorRate: c.errorRate, UnavailableOfferings: soldOut, Seed: c.seed, Faults: c.faults,
 	}), unavailable: unavailable}, nil
 }
 

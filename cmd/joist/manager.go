@@ -11,10 +11,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/joist-dev/joist/cloudprovider"
 	cpmetrics "github.com/joist-dev/joist/cloudprovider/metrics"
 	"github.com/joist-dev/joist/controllers"
 	"github.com/joist-dev/joist/webhooks"
@@ -142,6 +144,11 @@ func runManager(args []string) error {
 		return err
 	}
 	cloud = cpmetrics.Decorate(cloud)
+	if r, ok := cloudprovider.As[manager.Runnable](cloud); ok { // a provider's own background work (kwok: registering booting instances)
+		if err := mgr.Add(r); err != nil {
+			return fmt.Errorf("adding the cloud provider: %w", err)
+		}
+	}
 	if err := controllers.Register(ctx, mgr, cloud, clock.RealClock{}, f.controllers); err != nil {
 		return err
 	}

@@ -25,6 +25,9 @@ const (
 
 // Provision runs one batch: snapshot, solve, then nominate, launch and report.
 func (p *Provisioner) Provision(ctx context.Context) error {
+	if err := p.cacheGate.waitCaughtUp(ctx, p.kube); err != nil {
+		return err
+	}
 	start := p.clock.Now()
 	s, err := p.snapshot(ctx)
 	if err != nil {
@@ -32,6 +35,10 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	if len(s.Pending) == 0 {
 		return nil
+	}
+	s.Input.NodePools = p.admitPools(s.Input.NodePools)
+	if s.Input.Pods, err = p.enforceBindings(ctx, s.Input.Pods); err != nil {
+		return err
 	}
 	snapshotTook := p.clock.Since(start)
 	result := solver.Solve(s.Input)
@@ -89,11 +96,17 @@ const launchParallelism = 16
 
 // launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
 func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string) error {
+	if !p.launchGate.mayCreate(np.Name) {
+		return nil // the pool is backing off: its pods are planned again when the hold ends
+	}
 	nc := nodeClaimFor(np, plan)
 	nc.Labels[v1.ProvisioningBatchLabelKey] = batch
-	if err := p.kube.Create(ctx, nc); err != nil {
+	err := p.kube.Create(ctx, nc)
+	p.launchGate.observe(np.Name, err)
+	if err != nil {
 		return fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 	}
+	p.cacheGate.createdClaim(nc.Name)
 	nodeClaimsCreated.WithLabelValues(np.Name, "provisioning").Inc()
 	log.FromContext(ctx).V(1).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
 		"instanceType", plan.InstanceType.Name, "zone", plan.Offering.Zone, "capacityType", plan.Offering.CapacityType,

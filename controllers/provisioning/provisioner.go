@@ -85,6 +85,11 @@ type Provisioner struct {
 	// does): a 1,000-pod burst would otherwise add 1,000 writes to the apiserver just when it is
 	// busiest creating, nominating and binding those pods.
 	nominatedEvents flowcontrol.RateLimiter
+	// launchGate keeps broken and failing pools out of solves; cacheGate waits for our own creates to
+	// show in the cache; retry backs failed batches off.
+	launchGate *launchGate
+	cacheGate  *cacheGate
+	retry      *batchRetry
 }
 
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
@@ -96,6 +101,7 @@ func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvide
 		batcher:         newBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		nominations:     nominations,
 		nominatedEvents: flowcontrol.NewTokenBucketRateLimiterWithClock(5, 10, clk),
+		launchGate:      newLaunchGate(clk), cacheGate: newCacheGate(clk), retry: newBatchRetry(),
 	}
 }
 
@@ -124,10 +130,11 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	go p.resync(ctx)
 	go p.watchStalls(ctx)
 	for p.batcher.Wait(ctx) {
-		if err := p.Provision(ctx); err != nil {
+		err := p.Provision(ctx)
+		if err != nil {
 			logger.Error(err, "provisioning")
-			p.batcher.Trigger()
 		}
+		p.afterBatch(ctx, err)
 	}
 	return nil
 }
@@ -295,11 +302,17 @@ func (p *Provisioner) watch(ctx context.Context) error {
 		return fmt.Errorf("getting nodeclaim informer: %w", err)
 	}
 	if _, err := claimInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) {
+			if nc, ok := obj.(*v1.NodeClaim); ok {
+				p.cacheGate.seen(nc.Name)
+			}
+		},
 		DeleteFunc: func(obj interface{}) {
 			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
 			if nc, ok := obj.(*v1.NodeClaim); ok {
+				p.cacheGate.seen(nc.Name)
 				p.nominations.ForgetClaim(nc.Name)
 				p.batcher.Trigger()
 			}

@@ -24,6 +24,7 @@ func main() {
 	timeout := flag.Duration("timeout", 3*time.Minute, "Give up on a run after this long.")
 	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
 	flag.BoolVar(&requestStats, "request-stats", false, "Also print the apiserver's request counts by verb and resource.")
+	flag.BoolVar(&preprovisioned, "preprovisioned", false, "Floor mode: register the solver's planned nodes first and run no manager; times are what the stack itself needs.")
 	flag.Parse()
 	env.DiscardLogs()
 	root, err := env.RepoRoot()

@@ -35,6 +35,9 @@ var sizes = []struct {
 }
 
 func runOnce(ctx context.Context, joist string) (result, error) {
+	if preprovisioned {
+		return runPreprovisioned(ctx)
+	}
 	var r result
 	e, err := env.Start(env.Options{Scheduler: true, ControllerManager: true, KWOK: true})
 	if err != nil {

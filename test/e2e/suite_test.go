@@ -80,6 +80,9 @@ func (s *stack) startManager() {
 	ctx, cancel := context.WithCancel(context.Background())
 	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
 	cloud := kwok.New(mgr.GetClient(), unavailable, s.cloud)
+	if err := mgr.Add(cloud); err != nil { // registers booting instances (registration delay)
+		s.t.Fatalf("adding the kwok cloud: %v", err)
+	}
 	if err := controllers.Register(ctx, mgr, cloud, clock.RealClock{}, s.opts); err != nil {
 		cancel()
 		s.t.Fatalf("registering controllers: %v", err)

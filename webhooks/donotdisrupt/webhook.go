@@ -25,7 +25,9 @@ import (
 // NodePool selection), Nodes and NodeClaims only when they carry it: matchConditions keep every other
 // update in the cluster from calling Joist at all, and the annotation-only webhooks get a short timeout.
 // "system" in the namespace exclusion is the install namespace, set by config/default's replacements.
-// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"matchConditions":[{"name":"create-or-do-not-disrupt","expression":"request.operation == 'CREATE' || (has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations)"}]}`
+// There is no object selector: a pod's own opt-out label counts only where a Guardrail's podOptOut
+// allows it (policy.PodOptedOut), which the webhook decides.
+// +kubebuilder:webhook:path=/validate--v1-pod,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create;update,versions=v1,name=vpod.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"matchConditions":[{"name":"create-or-do-not-disrupt","expression":"request.operation == 'CREATE' || (has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations)"}]}`
 // +kubebuilder:webhook:path=/validate--v1-node,mutating=false,failurePolicy=ignore,sideEffects=None,groups="",resources=nodes,verbs=create;update,versions=v1,name=vnode.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=2,patch=`{"matchConditions":[{"name":"has-do-not-disrupt","expression":"has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations"}]}`
 // +kubebuilder:webhook:path=/validate-karpenter-sh-v1-nodeclaim,mutating=false,failurePolicy=ignore,sideEffects=None,groups=karpenter.sh,resources=nodeclaims,verbs=create;update,versions=v1,name=vnodeclaim.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=2,patch=`{"matchConditions":[{"name":"has-do-not-disrupt","expression":"has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations"}]}`
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
@@ -70,9 +72,6 @@ func (v *Validator[T]) ValidateDelete(context.Context, T) (admission.Warnings, e
 
 func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (admission.Warnings, error) {
 	pod, isPod := any(obj).(*corev1.Pod)
-	if isPod && pod.Labels[v1alpha1.OptOutLabelKey] == v1alpha1.OptOutLabelValue {
-		return nil, nil
-	}
 	_, hasDND := obj.GetAnnotations()[v1.DoNotDisruptAnnotationKey]
 	if !hasDND && (!isPod || old != nil) {
 		return nil, nil // nothing to judge: the common case needs no reads
@@ -95,7 +94,7 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 		if err := v.Reader.Get(ctx, client.ObjectKey{Name: ns}, &namespace); err != nil {
 			return v.failOpen(ctx, fmt.Errorf("getting namespace %s: %w", ns, err))
 		}
-		if namespace.Labels[v1alpha1.OptOutLabelKey] == v1alpha1.OptOutLabelValue {
+		if policy.PodOptedOut(guardrails.Items, pod, namespace.Labels) {
 			return nil, nil
 		}
 		nsLabels = namespace.Labels

@@ -18,10 +18,12 @@ import (
 	"github.com/joist-dev/joist/policy"
 )
 
-// The namespace and object selectors keep the webhook away from kube-system, kube-node-lease,
-// Joist's own namespace ("system", the install namespace set by config/default's replacements; the
-// Defaulter also skips ExcludeNamespace) and anything labelled policy.joist.dev/guardrails=disabled.
-// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.policy.joist.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]},"objectSelector":{"matchExpressions":[{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]}}`
+// The namespace selector keeps the webhook away from kube-system, kube-node-lease, Joist's own
+// namespace ("system", the install namespace set by config/default's replacements; the Defaulter also
+// skips ExcludeNamespace) and namespaces labelled policy.joist.dev/guardrails=disabled. There is no
+// object selector: a pod's own opt-out label counts only where a Guardrail's podOptOut allows it
+// (policy.PodOptedOut), which the webhook decides.
+// +kubebuilder:webhook:path=/mutate--v1-pod,mutating=true,failurePolicy=ignore,sideEffects=None,groups="",resources=pods,verbs=create,versions=v1,name=mpod.policy.joist.dev,admissionReviewVersions=v1,reinvocationPolicy=IfNeeded,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","kube-node-lease","system"]},{"key":"policy.joist.dev/guardrails","operator":"NotIn","values":["disabled"]}]}}`
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -40,9 +42,6 @@ func Setup(mgr ctrl.Manager, d *Defaulter) error {
 // Default mutates the pod in place; it never returns an error, so that it cannot block a pod.
 func (d *Defaulter) Default(ctx context.Context, pod *corev1.Pod) error {
 	logger := log.FromContext(ctx)
-	if pod.Labels[v1alpha1.OptOutLabelKey] == v1alpha1.OptOutLabelValue {
-		return nil
-	}
 	ns := pod.Namespace
 	if req, err := admission.RequestFromContext(ctx); err == nil && req.Namespace != "" {
 		ns = req.Namespace
@@ -50,28 +49,28 @@ func (d *Defaulter) Default(ctx context.Context, pod *corev1.Pod) error {
 	if d.ExcludeNamespace != "" && ns == d.ExcludeNamespace {
 		return nil
 	}
-	p, nsLabels, err := load(ctx, d.Reader, ns)
+	guardrails, nsLabels, err := load(ctx, d.Reader, ns)
 	if err != nil {
 		logger.Error(err, "skipping pod defaults", "namespace", ns)
 		return nil
 	}
-	if nsLabels[v1alpha1.OptOutLabelKey] == v1alpha1.OptOutLabelValue {
+	if policy.PodOptedOut(guardrails, pod, nsLabels) {
 		return nil
 	}
-	if changes := policy.DefaultPod(p, pod, nsLabels); len(changes) > 0 {
+	if changes := policy.DefaultPod(policy.Merge(guardrails), pod, nsLabels); len(changes) > 0 {
 		logger.V(1).Info("defaulted pod", "namespace", ns, "changes", changes)
 	}
 	return nil
 }
 
-func load(ctx context.Context, r client.Reader, namespace string) (policy.Policy, map[string]string, error) {
+func load(ctx context.Context, r client.Reader, namespace string) ([]v1alpha1.Guardrail, map[string]string, error) {
 	var guardrails v1alpha1.GuardrailList
 	if err := r.List(ctx, &guardrails); err != nil {
-		return policy.Policy{}, nil, fmt.Errorf("listing guardrails: %w", err)
+		return nil, nil, fmt.Errorf("listing guardrails: %w", err)
 	}
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
-		return policy.Policy{}, nil, fmt.Errorf("getting namespace %s: %w", namespace, err)
+		return nil, nil, fmt.Errorf("getting namespace %s: %w", namespace, err)
 	}
-	return policy.Merge(guardrails.Items), ns.Labels, nil
+	return guardrails.Items, ns.Labels, nil
 }

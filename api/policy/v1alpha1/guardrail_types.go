@@ -39,6 +39,19 @@ type GuardrailSpec struct {
 	// DoNotDisrupt limits who may use the karpenter.sh/do-not-disrupt annotation and for how long.
 	// +optional
 	DoNotDisrupt *DoNotDisruptRules `json:"doNotDisrupt,omitempty"`
+	// PodOptOut names the namespaces whose pods may skip the pod guardrails (defaults, bindings,
+	// do-not-disrupt limits) with the label policy.joist.dev/guardrails=disabled. Elsewhere the label
+	// on a pod is ignored: anyone who can create a pod can set it. (The label on a namespace, which
+	// only namespace administrators can set, is always honoured.)
+	// +optional
+	PodOptOut *PodOptOut `json:"podOptOut,omitempty"`
+}
+
+// PodOptOut allows the pod-level opt-out label in some namespaces.
+type PodOptOut struct {
+	// NamespaceSelector picks the namespaces; an empty selector selects all of them.
+	// +required
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
 }
 
 // NodePoolRules are the per-NodePool admission rules.

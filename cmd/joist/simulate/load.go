@@ -88,6 +88,7 @@ func newScheme() *runtime.Scheme {
 type loader struct {
 	decoder runtime.Decoder
 	objs    objects
+	pods    int64 // pods the input expands to so far (bounded by MaxPods)
 }
 
 func newLoader() *loader {
@@ -138,6 +139,9 @@ func (l *loader) loadPaths(paths []string) error {
 }
 
 func (l *loader) loadFile(path string) error {
+	if err := checkFileSize(path); err != nil {
+		return err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading input: %w", err)
@@ -251,6 +255,9 @@ func (l *loader) loadDocument(src source, data []byte) error {
 	}
 	if h.Metadata.Name == "" {
 		return src.errorf("metadata.name is required")
+	}
+	if err := l.countPods(src, obj); err != nil {
+		return err
 	}
 	switch o := obj.(type) {
 	case *v1.NodePool:
