@@ -87,7 +87,7 @@ type withExtras struct {
 }
 
 func (w *withExtras) UnavailableOfferings() *cloudprovider.UnavailableOfferings { return w.cache }
-func (w *withExtras) Start(context.Context) error                                 { return nil }
+func (w *withExtras) Start(context.Context) error                               { return nil }
 
 // Decorating must not hide the provider's optional interfaces: the launch path marks the shared
 // unavailable-offerings cache and the manager runs the provider's own background loop.
