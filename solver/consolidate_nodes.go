@@ -21,6 +21,7 @@ type planner struct {
 	// cands are the priced, placeable candidates, ranked most worth disrupting first.
 	cands []*cand
 	kept  map[string]string
+	bound *bound
 }
 
 type cand struct {
@@ -208,4 +209,108 @@ func cheapestSpot(it *catalog.InstanceType, zones map[string]bool) float64 {
 		}
 	}
 	return best
+}
+
+// bound is a cheap lower bound on what new nodes for a set's pods must cost, so hopeless sets are
+// rejected without a Solve. The pods' cpu and memory that the remaining nodes' free room cannot
+// hold (need) must be bought; for dual prices y = λ·v with v ≥ 0 any direction and λ the largest
+// value for which no offering's allocatable is worth more than its price at y, every node costs at
+// least y·allocatable, so the new nodes cost at least y·need (LP duality). Container requests
+// under-count usage, which only loosens the bound.
+type bound struct {
+	req, free map[string][2]float64 // per node: movable pods' requests; allocatable less all pods' requests
+	totalFree [2]float64
+	offers    []offerShape // each instance type's allocatable and cheapest available price
+}
+
+type offerShape struct {
+	alloc [2]float64
+	price float64
+}
+
+func newBound(p *planner) *bound {
+	b := &bound{req: map[string][2]float64{}, free: map[string][2]float64{}}
+	for _, n := range p.in.Nodes {
+		used := requestVec(n.Pods)
+		alloc := [2]float64{float64(n.Allocatable.Cpu().MilliValue()), float64(n.Allocatable.Memory().Value())}
+		f := [2]float64{math.Max(0, alloc[0]-used[0]), math.Max(0, alloc[1]-used[1])}
+		b.free[n.Name] = f
+		b.totalFree[0] += f[0]
+		b.totalFree[1] += f[1]
+	}
+	for _, c := range p.cands {
+		b.req[c.Node] = requestVec(c.movable)
+	}
+	for _, pool := range p.in.NodePools {
+		for _, it := range pool.InstanceTypes {
+			best := math.Inf(1)
+			for _, o := range it.Offerings {
+				if o.Available {
+					best = math.Min(best, o.Price)
+				}
+			}
+			if math.IsInf(best, 1) {
+				continue
+			}
+			a := it.Allocatable()
+			b.offers = append(b.offers, offerShape{alloc: [2]float64{float64(a.Cpu().MilliValue()), float64(a.Memory().Value())}, price: best})
+		}
+	}
+	return b
+}
+
+// newNodesCost is the lower bound on the price of new nodes when the nodes of set go (and gone
+// are already gone).
+func (b *bound) newNodesCost(set []*cand, gone map[string]bool) float64 {
+	free := b.totalFree
+	var need [2]float64
+	for g := range gone {
+		f := b.free[g]
+		free[0] -= f[0]
+		free[1] -= f[1]
+	}
+	for _, c := range set {
+		f, r := b.free[c.Node], b.req[c.Node]
+		free[0] -= f[0]
+		free[1] -= f[1]
+		need[0] += r[0]
+		need[1] += r[1]
+	}
+	need[0], need[1] = math.Max(0, need[0]-free[0]), math.Max(0, need[1]-free[1])
+	if need[0] == 0 && need[1] == 0 {
+		return 0
+	}
+	// Any direction v ≥ 0 gives a valid bound; try a fan of cpu:memory mixes (1 cpu ~ 4GiB) and keep
+	// the best.
+	best := 0.0
+	for i := 0; i <= boundDirections; i++ {
+		a := float64(i) / boundDirections
+		v := [2]float64{a / 1000, (1 - a) / (4 << 30)}
+		lambda := math.Inf(1)
+		for _, o := range b.offers {
+			if w := v[0]*o.alloc[0] + v[1]*o.alloc[1]; w > 0 {
+				lambda = math.Min(lambda, o.price/w)
+			}
+		}
+		if !math.IsInf(lambda, 1) {
+			best = math.Max(best, lambda*(v[0]*need[0]+v[1]*need[1]))
+		}
+	}
+	return best
+}
+
+const boundDirections = 16
+
+func requestVec(pods []*corev1.Pod) [2]float64 {
+	var out [2]float64
+	for _, pod := range pods {
+		if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			out[0] += float64(c.Resources.Requests.Cpu().MilliValue())
+			out[1] += float64(c.Resources.Requests.Memory().Value())
+		}
+	}
+	return out
 }

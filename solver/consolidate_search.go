@@ -220,6 +220,21 @@ func (p *planner) solveWithout(set []*cand) evaluation {
 		pods = append(pods, c.movable...)
 		e.removed += c.price
 	}
+	if p.bound == nil {
+		p.bound = newBound(p)
+	}
+	if lb := p.bound.newNodesCost(set, p.gone); e.removed-lb < MinSavingsFraction*e.removed || e.removed-lb <= savingsEpsilon {
+		return e // cannot save enough whatever Solve does
+	}
+	e.result = p.solveRemoving(removing, pods, set)
+	e.savings = e.removed - e.result.CostPerHour
+	e.valid = len(e.result.Unschedulable) == 0 && e.savings > savingsEpsilon &&
+		e.savings >= MinSavingsFraction*e.removed && p.spotRuleHolds(set, e.result)
+	return e
+}
+
+// solveRemoving places pods (those of the nodes in removing) on the nodes that stay and new ones.
+func (p *planner) solveRemoving(removing map[string]bool, pods []*corev1.Pod, set []*cand) Result {
 	in := Input{DaemonSets: p.in.DaemonSets, VolumeZones: p.in.VolumeZones, Pods: pods}
 	in.Nodes = make([]ExistingNode, 0, len(p.in.Nodes))
 	for _, n := range p.in.Nodes {
@@ -228,11 +243,7 @@ func (p *planner) solveWithout(set []*cand) evaluation {
 		}
 	}
 	in.NodePools = p.poolsFreeing(set)
-	e.result = Solve(in)
-	e.savings = e.removed - e.result.CostPerHour
-	e.valid = len(e.result.Unschedulable) == 0 && e.savings > savingsEpsilon &&
-		e.savings >= MinSavingsFraction*e.removed && p.spotRuleHolds(set, e.result)
-	return e
+	return Solve(in)
 }
 
 // poolsFreeing is the NodePools with the limits the removed nodes free up added back.
