@@ -169,8 +169,8 @@ func pod(name string, w Workload) *corev1.Pod {
 	p := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchdata.Namespace, UID: types.UID("pod-" + name), Labels: labels},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
 	}
 	if w.CPU != "" {
 		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
