@@ -28,6 +28,7 @@ type Options struct {
 	NodeClaim         nodeclaim.Options
 	Termination       termination.Options
 	GarbageCollection garbagecollection.Options
+	Disruption        disruption.Options
 }
 
 // DefaultOptions returns every controller's defaults.
@@ -37,6 +38,7 @@ func DefaultOptions() Options {
 		NodeClaim:         nodeclaim.DefaultOptions(),
 		Termination:       termination.DefaultOptions(),
 		GarbageCollection: garbagecollection.DefaultOptions(),
+		Disruption:        disruption.DefaultOptions(),
 	}
 }
 
@@ -54,7 +56,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	kube := mgr.GetClient()
 	recorder := mgr.GetEventRecorder("joist")
 	nominations := state.NewNominations()
-	if err := mgr.Add(provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)); err != nil {
+	provisioner := provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)
+	if err := mgr.Add(provisioner); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
 	if err := nodeclaim.New(kube, cloud, nominations, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
@@ -63,8 +66,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
 		return fmt.Errorf("registering termination controller: %w", err)
 	}
-	if err := disruption.NewEmptiness(kube, nominations, recorder, clk).Register(mgr); err != nil {
-		return fmt.Errorf("registering emptiness controller: %w", err)
+	if err := disruption.New(kube, mgr.GetAPIReader(), cloud, provisioner, recorder, clk, opts.Disruption).Register(mgr); err != nil {
+		return fmt.Errorf("registering disruption controller: %w", err)
 	}
 	if err := nodepool.New(kube).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodepool status controller: %w", err)
