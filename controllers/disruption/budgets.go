@@ -14,11 +14,11 @@ import (
 // reasons are the budgeted disruption reasons, in the order the methods run.
 var reasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
 
-// allowedDisruptions is how many more of the pool's nodes may be disrupted now for reason: the most
+// AllowedDisruptions is how many more of the pool's nodes may be disrupted now for reason: the most
 // restrictive active budget that applies to reason, less the nodes already being disrupted. total
 // is the pool's node count and disrupting the nodes being deleted or marked for disruption, both
 // counted from the apiserver. An invalid schedule makes its budget block (0): the fail-safe reading.
-func allowedDisruptions(np *v1.NodePool, reason v1.DisruptionReason, total, disrupting int, now time.Time) int {
+func AllowedDisruptions(np *v1.NodePool, reason v1.DisruptionReason, total, disrupting int, now time.Time) int {
 	allowed := total
 	budgets := np.Spec.Disruption.Budgets
 	if len(budgets) == 0 {

@@ -52,7 +52,7 @@ func TestAllowedDisruptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			np := &v1.NodePool{Spec: v1.NodePoolSpec{Disruption: v1.Disruption{Budgets: tc.budgets}}}
-			if got := allowedDisruptions(np, tc.reason, tc.total, tc.disrupting, noon); got != tc.want {
+			if got := AllowedDisruptions(np, tc.reason, tc.total, tc.disrupting, noon); got != tc.want {
 				t.Fatalf("allowed = %d, want %d", got, tc.want)
 			}
 		})

@@ -25,7 +25,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		total, disrupting := cl.poolCounts(name)
 		b := solver.DisruptionBudget{}
 		for _, r := range reasons {
-			b[r] = allowedDisruptions(np, r, total, disrupting, now)
+			b[r] = AllowedDisruptions(np, r, total, disrupting, now)
 			allowedDisruptionsGauge.WithLabelValues(name, string(r)).Set(float64(b[r]))
 			if busy[name] {
 				b[r] = 0
