@@ -2,8 +2,8 @@ package disruption
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sort"
 	"time"
 
