@@ -38,11 +38,21 @@ func TestBlockedReason(t *testing.T) {
 		{name: "free", want: ""},
 		{name: "not initialized", mutate: func(_ *cluster, m *member) { m.claim.ClearCondition(v1.ConditionTypeInitialized) }, want: "not initialized"},
 		{name: "already disrupting", mutate: func(_ *cluster, m *member) { m.node.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint} }, want: "already being disrupted"},
-		{name: "node do-not-disrupt", mutate: func(_ *cluster, m *member) { m.node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"} }, want: "node node has"},
-		{name: "claim do-not-disrupt duration", mutate: func(_ *cluster, m *member) { m.claim.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "2h"} }, want: "nodeclaim nc has"},
-		{name: "claim do-not-disrupt expired", mutate: func(_ *cluster, m *member) { m.claim.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "30m"} }, want: ""},
-		{name: "pod do-not-disrupt", mutate: func(_ *cluster, m *member) { m.pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"} }, want: "pod shop/db-0 has"},
-		{name: "pod do-not-disrupt false", mutate: func(_ *cluster, m *member) { m.pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "false"} }, want: ""},
+		{name: "node do-not-disrupt", mutate: func(_ *cluster, m *member) {
+			m.node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+		}, want: "node node has"},
+		{name: "claim do-not-disrupt duration", mutate: func(_ *cluster, m *member) {
+			m.claim.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "2h"}
+		}, want: "nodeclaim nc has"},
+		{name: "claim do-not-disrupt expired", mutate: func(_ *cluster, m *member) {
+			m.claim.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "30m"}
+		}, want: ""},
+		{name: "pod do-not-disrupt", mutate: func(_ *cluster, m *member) {
+			m.pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+		}, want: "pod shop/db-0 has"},
+		{name: "pod do-not-disrupt false", mutate: func(_ *cluster, m *member) {
+			m.pods[0].Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "false"}
+		}, want: ""},
 		{name: "PDB allows none", mutate: func(cl *cluster, _ *member) { cl.pdbs = []pdb{budget(0)} }, want: "PodDisruptionBudget db allows no eviction"},
 		{name: "PDB allows one", mutate: func(cl *cluster, _ *member) { cl.pdbs = []pdb{budget(1)} }, want: ""},
 	} {
@@ -78,8 +88,10 @@ func TestNodePoolHashCoversTheTemplateNotBehaviour(t *testing.T) {
 	base.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "g", Kind: "K", Name: "default"}
 	h := base.Hash()
 	for name, mutate := range map[string]func(*v1.NodePool){
-		"label":        func(np *v1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "a"} },
-		"taint":        func(np *v1.NodePool) { np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}} },
+		"label": func(np *v1.NodePool) { np.Spec.Template.Labels = map[string]string{"team": "a"} },
+		"taint": func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
+		},
 		"nodeclassref": func(np *v1.NodePool) { np.Spec.Template.Spec.NodeClassRef.Name = "other" },
 	} {
 		np := base.DeepCopy()
