@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 )
 
@@ -104,6 +105,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	errs = append(errs, c.releaseOrphans(ctx, cl))
 	errs = append(errs, c.expire(ctx, cl, now))
 	members := c.members(cl, now)
 	errs = append(errs, c.updateStatus(ctx, cl, members, now))
@@ -149,6 +151,40 @@ func (c *Controller) busyPools() map[string]bool {
 		}
 	}
 	return out
+}
+
+// releaseOrphans untaints and unmarks nodes left tainted or Disrupting by a command this process
+// does not know (the manager restarted mid-command): they are not being deleted, so the command
+// never finished; the next plan decides afresh.
+func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) error {
+	owned := map[string]bool{}
+	c.mu.Lock()
+	for _, cmd := range c.commands {
+		for _, t := range cmd.targets {
+			owned[t.claim] = true
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, nc := range cl.claims {
+		if owned[nc.Name] || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		node := cl.nodes[nc.Status.NodeName]
+		tainted := node != nil && node.DeletionTimestamp.IsZero() && hasDisruptedTaint(node)
+		if !tainted && !nc.IsTrue(v1.ConditionTypeDisrupting) {
+			continue
+		}
+		if node != nil && !node.DeletionTimestamp.IsZero() {
+			continue // draining: termination owns the taint
+		}
+		log.FromContext(ctx).Info("releasing node of an unfinished disruption command", "nodeclaim", nc.Name)
+		if tainted {
+			errs = append(errs, c.setTaint(ctx, node.Name, false))
+		}
+		errs = append(errs, c.setDisrupting(ctx, nc.Name, false, "", ""))
+	}
+	return errors.Join(errs...)
 }
 
 func (c *Controller) track(cmd *command) {
