@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -54,6 +55,9 @@ func (c *Controller) members(cl *cluster, now time.Time) []*member {
 			m.consolidatable = !now.Before(m.lastPodEvent.Add(*after.Duration))
 		}
 		m.cost = disruptionCost(m, now)
+		if c := nc.GetCondition(v1.ConditionTypeDrifted); c != nil && c.Status == metav1.ConditionTrue {
+			m.driftReason = c.Reason // updateStatus recomputes it; decide reads what was written
+		}
 		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].node.Name < out[j].node.Name })
