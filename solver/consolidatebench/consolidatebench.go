@@ -95,7 +95,10 @@ func UnderusedN(n, perNode int) solver.ConsolidationInput {
 
 // Full is 1,000 spot m-8x arm64 nodes (the cheapest per unit for their pods) each filled by ten pods that take all its allocatable: nothing to
 // consolidate.
-func Full() solver.ConsolidationInput {
+func Full() solver.ConsolidationInput { return FullN(1000) }
+
+// FullN is Full with n nodes.
+func FullN(n int) solver.ConsolidationInput {
 	its := catalog.Default()
 	var m8 *catalog.InstanceType
 	for _, it := range its {
@@ -108,7 +111,7 @@ func Full() solver.ConsolidationInput {
 	mem := resource.NewQuantity(alloc.Memory().Value()/10, resource.BinarySI)
 	w := Workload{Name: "full"}
 	in := solver.ConsolidationInput{Input: solver.Input{NodePools: []solver.NodePoolInput{{NodePool: NodePool(), InstanceTypes: its}}}}
-	nodes := make([]solver.ExistingNode, 1000)
+	nodes := make([]solver.ExistingNode, n)
 	for i := range nodes {
 		nodes[i] = node(fmt.Sprintf("full-%04d", i), m8, Zones[0], v1.CapacityTypeSpot)
 		for j := range 10 {
