@@ -393,13 +393,22 @@ func TestNoFlappingOnAStableCluster(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	// Settle: the same claims, none busy, for 10 s.
+	// Settle: the same claims, none busy, for longer than a node takes to become a candidate
+	// (InitializedSettle 10 s + consolidateAfter) plus a command's validation. Meanwhile the cost may
+	// only go down: a command never undoes another.
 	last, since := "", time.Now()
+	lowest := s.totalCost()
 	s.eventually(ctx, "the cluster to settle", func(context.Context) (bool, error) {
 		if n := names(); n != last {
 			last, since = n, time.Now()
+			if c := s.totalCost(); !strings.Contains(n, "busy") {
+				if c > lowest+1e-9 {
+					t.Fatalf("cost rose from $%.4f to $%.4f/h between settled states: flapping\n%s", lowest, c, s.describeClaims())
+				}
+				lowest = c
+			}
 		}
-		return !strings.Contains(last, "busy") && time.Since(since) > 10*time.Second, nil
+		return !strings.Contains(last, "busy") && time.Since(since) > 30*time.Second, nil
 	}, s.describeClaims)
 	settledCost := s.totalCost()
 	s.holdsFor(25*time.Second, "the same nodeclaims", func() bool { return names() == last })
