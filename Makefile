@@ -129,6 +129,10 @@ BENCH_UPSTREAM_ARGS ?=
 bench: ## Run Joist's solver benchmarks (pods/s, nodes, $/h, $/h ÷ lower bound).
 	$(GO) test ./solver -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m
 
+.PHONY: bench-consolidation
+bench-consolidation: ## Consolidation planner: 1,000 under-used nodes / 10,000 pods (time, nodes and $/h before/after, ÷ LP bound) and 1,000 full nodes (time to "no command").
+	$(GO) test ./solver -run '^$$' -bench 'BenchmarkConsolidation' -benchtime $(BENCHTIME) -timeout 30m
+
 .PHONY: bench-upstream
 bench-upstream: ## Run Joist's solver and upstream Karpenter's scheduler side by side (module bench/upstream).
 	cd bench/upstream && GOTOOLCHAIN=go1.27.3 $(GO) run . $(BENCH_UPSTREAM_ARGS)

@@ -32,6 +32,7 @@ type Options struct {
 	NodeClaim         nodeclaim.Options
 	Termination       termination.Options
 	GarbageCollection garbagecollection.Options
+	Disruption        disruption.Options
 }
 
 // DefaultOptions returns every controller's defaults.
@@ -41,6 +42,7 @@ func DefaultOptions() Options {
 		NodeClaim:         nodeclaim.DefaultOptions(),
 		Termination:       termination.DefaultOptions(),
 		GarbageCollection: garbagecollection.DefaultOptions(),
+		Disruption:        disruption.DefaultOptions(),
 	}
 }
 
@@ -58,7 +60,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	kube := mgr.GetClient()
 	recorder := mgr.GetEventRecorder("joist")
 	nominations := state.NewNominations()
-	if err := mgr.Add(provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)); err != nil {
+	provisioner := provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)
+	if err := mgr.Add(provisioner); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
 	unavailable := cloudprovider.UnavailableOfferingsOf(cloud)
@@ -68,8 +71,8 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
 		return fmt.Errorf("registering termination controller: %w", err)
 	}
-	if err := disruption.NewEmptiness(kube, nominations, recorder, clk).Register(mgr); err != nil {
-		return fmt.Errorf("registering emptiness controller: %w", err)
+	if err := disruption.New(kube, mgr.GetAPIReader(), cloud, provisioner, recorder, clk, opts.Disruption).Register(mgr); err != nil {
+		return fmt.Errorf("registering disruption controller: %w", err)
 	}
 	if err := nodepool.New(kube).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodepool status controller: %w", err)

@@ -46,8 +46,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the median time is reported")
 	fakeTypes := fs.Bool("upstream-fake-types", false, "give upstream its own fake.InstanceTypes(400) instead of the converted benchdata types (cross-check for the diverse shape)")
 	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned text")
+	consolidation := fs.Bool("consolidation", false, "run the consolidation side by side (under-used and full clusters) instead")
+	consolidationNodes := fs.Int("consolidation-nodes", 1000, "nodes of the consolidation clusters (10 pods each)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *consolidation {
+		return runConsolidation(*consolidationNodes, stdout, stderr)
 	}
 	ns, err := parseSizes(*sizes, "-sizes")
 	if err != nil {

@@ -139,7 +139,7 @@ func nodeClaimFor(np *v1.NodePool, plan *solver.NodeClaimPlan) *v1.NodeClaim {
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: np.Name + "-",
 			Labels:       labels,
-			Annotations:  copyMap(tmpl.Annotations),
+			Annotations:  withNodePoolHash(copyMap(tmpl.Annotations), np),
 			Finalizers:   []string{v1.TerminationFinalizer},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: v1.GroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID,
@@ -156,6 +156,16 @@ func nodeClaimFor(np *v1.NodePool, plan *solver.NodeClaimPlan) *v1.NodeClaim {
 			TerminationGracePeriod: tmpl.Spec.TerminationGracePeriod,
 		},
 	}
+}
+
+// withNodePoolHash stamps the pool's template hash, against which drift is judged.
+func withNodePoolHash(m map[string]string, np *v1.NodePool) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[v1.NodePoolHashAnnotationKey] = np.Hash()
+	m[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
+	return m
 }
 
 func copyMap(m map[string]string) map[string]string {

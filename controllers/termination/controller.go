@@ -1,6 +1,8 @@
 // Package termination drains a Joist Node that is being deleted: taint it, evict its pods through
-// the Eviction API (so PodDisruptionBudgets hold), force what is left once the NodeClaim's
-// terminationGracePeriod runs out, terminate the instance, then release the Node and its NodeClaim.
+// the Eviction API (so PodDisruptionBudgets hold) in four waves (non-critical pods, non-critical
+// DaemonSet pods, critical pods, critical DaemonSet pods), force what is left once the NodeClaim's
+// terminationGracePeriod runs out, wait for volumes to detach, terminate the instance, then release
+// the Node and its NodeClaim.
 package termination
 
 import (
@@ -9,9 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,6 +55,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch
 
 // Reconcile drains one deleting Node.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -73,7 +73,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.taint(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
-	remaining, retry, err := c.drain(ctx, node, deadline(node, nc))
+	end := deadline(node, nc)
+	remaining, retry, err := c.drain(ctx, node, end)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -83,6 +84,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			wait = c.opts.EvictionRetry
 		}
 		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	attached, err := c.volumesAttached(ctx, node, end)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if attached > 0 {
+		return reconcile.Result{RequeueAfter: c.opts.DrainPoll}, nil
 	}
 	if nc != nil {
 		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
@@ -95,6 +103,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("removing finalizer from node %s: %w", node.Name, err))
 	}
 	log.FromContext(ctx).Info("drained and terminated node", "node", node.Name)
+	c.recorder.Eventf(node, nil, corev1.EventTypeNormal, "Terminated", "Terminate", "Node drained and its instance terminated")
 	if nc != nil && nc.DeletionTimestamp.IsZero() {
 		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of node %s: %w", nc.Name, node.Name, err)
@@ -139,60 +148,6 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 		return fmt.Errorf("tainting node %s: %w", node.Name, err)
 	}
 	return nil
-}
-
-// drain evicts (or, past the deadline, deletes) the node's pods. It returns how many pods still hold
-// the node and whether an eviction was refused.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *time.Time) (remaining int, refused bool, err error) {
-	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: node.Name}); err != nil {
-		return 0, false, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
-	}
-	forced := deadline != nil && !c.clock.Now().Before(*deadline)
-	for i := range pods.Items {
-		pod := &pods.Items[i]
-		if !drainable(pod) {
-			continue
-		}
-		remaining++
-		if !pod.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if forced {
-			if err := c.kube.Delete(ctx, pod); client.IgnoreNotFound(err) != nil {
-				return 0, false, fmt.Errorf("deleting pod %s past the termination grace period: %w", client.ObjectKeyFromObject(pod), err)
-			}
-			continue
-		}
-		err := c.kube.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{
-			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		})
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err):
-			refused = true
-		default:
-			return 0, false, fmt.Errorf("evicting pod %s: %w", client.ObjectKeyFromObject(pod), err)
-		}
-	}
-	return remaining, refused, nil
-}
-
-// drainable reports whether the pod must leave before the node goes: DaemonSet pods, mirror pods and
-// finished pods stay.
-func drainable(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return false
-		}
-	}
-	return true
 }
 
 // Register sets the controller up with the manager.

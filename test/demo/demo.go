@@ -123,6 +123,8 @@ type snapshot struct {
 	claims           map[string]int // "type zone capacity-type" → count
 	nodes, ready     int
 	costPerHour      float64
+	// oldImage counts launched claims not on the NodeClass image the demo switched to.
+	oldImage int
 }
 
 func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
@@ -153,6 +155,9 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 		}
 		s.claims[fmt.Sprintf("%-22s %-12s %-10s", it, zone, ct)]++
 		s.nodes++
+		if nc.Status.ImageID != "" && nc.Status.ImageID != "kwok-image-v2" {
+			s.oldImage++
+		}
 		if nc.IsTrue(v1.ConditionTypeReady) {
 			s.ready++
 		}

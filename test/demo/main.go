@@ -84,8 +84,13 @@ func run(ctx context.Context, o options) error {
 	if err := d.watchUntil(ctx, o.settle, func(s snapshot) bool { return s.running == 150 }); err != nil {
 		return err
 	}
-	say("scaling down: batch → 0, cache → 0, web → 20 replicas; nodes left empty are removed after the pool's consolidateAfter (10s)")
-	if err := d.scale(ctx, map[string]int32{"batch": 0, "cache": 0, "web": 20}); err != nil {
+	say("scaling down: batch → 0, cache → 0, web → 20 replicas")
+	down := map[string]int32{"batch": 0, "cache": 0, "web": 20}
+	const remaining = 60 // web 20 + api 40
+	if err := d.consolidate(ctx, down, remaining); err != nil {
+		return err
+	}
+	if err := d.driftRoll(ctx, remaining); err != nil {
 		return err
 	}
 	return d.watchUntil(ctx, 0, nil)

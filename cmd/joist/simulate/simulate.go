@@ -35,6 +35,8 @@ type Options struct {
 	Output string
 	// Solve is the solver; nil means solver.Solve.
 	Solve func(solver.Input) solver.Result
+	// Consolidate runs the consolidation what-if on the input's Nodes instead of placing pending pods.
+	Consolidate bool
 }
 
 // Main runs `joist simulate` with args (the words after "simulate") and returns the exit code: 0 on
@@ -69,6 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	})
 	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md)")
 	fs.StringVar(&opts.Output, "o", "table", "output format: table or json")
+	fs.BoolVar(&opts.Consolidate, "consolidate", false, "what-if: which Nodes (with their bound pods) consolidation would delete or replace, and why the others stay")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
@@ -104,6 +107,9 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 	in := snap.Input
 	if len(in.NodePools) == 0 {
 		fmt.Fprintln(stderr, "joist simulate: warning: the input has no NodePool, so no new node can be planned")
+	}
+	if opts.Consolidate {
+		return consolidationWhatIf(in, l.objs, time.Now(), stdout)
 	}
 	solve := opts.Solve
 	if solve == nil {

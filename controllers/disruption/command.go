@@ -1,0 +1,258 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/provisioning"
+	"github.com/joist-dev/joist/solver"
+)
+
+// command is one disruption in flight: its nodes are tainted and marked Disrupting, its
+// replacements launched; once they are initialized and ValidationDelay has passed, the command is
+// validated again and its nodes deleted (termination drains them), or it is abandoned.
+type command struct {
+	reason  v1.DisruptionReason
+	pools   map[string]bool
+	targets []target
+	plans   []solver.NodeClaimPlan
+	// replacements are the names of the claims launched for plans.
+	replacements []string
+	started      time.Time
+	savings      float64
+	message      string
+}
+
+type target struct {
+	claim, node string
+	pods        map[types.UID]bool
+}
+
+func (cmd *command) decision() string {
+	if len(cmd.plans) > 0 {
+		return "replace"
+	}
+	return "delete"
+}
+
+// describe is the command in words, for events and logs.
+func describeCommand(reason v1.DisruptionReason, deleted, launched int, savings float64) string {
+	switch {
+	case launched > 0 && savings > 0:
+		return fmt.Sprintf("%s: replacing %d node(s) by %d, saves $%.4f/h", reason, deleted, launched, savings)
+	case launched > 0:
+		return fmt.Sprintf("%s: replacing %d node(s) by %d", reason, deleted, launched)
+	case savings > 0:
+		return fmt.Sprintf("%s: deleting %d node(s), saves $%.4f/h", reason, deleted, savings)
+	}
+	return fmt.Sprintf("%s: deleting %d node(s)", reason, deleted)
+}
+
+// start taints the command's nodes, marks their claims Disrupting and launches the replacements.
+func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error {
+	cmd.started = c.clock.Now()
+	for _, t := range cmd.targets {
+		if err := c.setTaint(ctx, t.node, true); err != nil {
+			return errors.Join(err, c.abort(ctx, cmd, "tainting failed"))
+		}
+		if err := c.setDisrupting(ctx, t.claim, true, string(cmd.reason), cmd.message); err != nil {
+			return errors.Join(err, c.abort(ctx, cmd, "marking failed"))
+		}
+	}
+	for i := range cmd.plans {
+		plan := &cmd.plans[i]
+		np := cl.pools[plan.NodePool]
+		if np == nil {
+			return c.abort(ctx, cmd, fmt.Sprintf("nodepool %s of a replacement is gone", plan.NodePool))
+		}
+		nc := provisioning.NodeClaimFor(np, plan)
+		if err := c.kube.Create(ctx, nc); err != nil {
+			return errors.Join(fmt.Errorf("launching replacement for %s: %w", cmd.reason, err), c.abort(ctx, cmd, "launching a replacement failed"))
+		}
+		cmd.replacements = append(cmd.replacements, nc.Name)
+	}
+	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason))).Inc()
+	for pool := range cmd.pools {
+		if np := cl.pools[pool]; np != nil {
+			c.recorder.Eventf(np, nil, corev1.EventTypeNormal, "DisruptionLaunching", "Disrupt", "%s", cmd.message)
+		}
+	}
+	for _, t := range cmd.targets {
+		if nc := claimNamed(cl, t.claim); nc != nil {
+			c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionLaunching", "Disrupt", "%s", cmd.message)
+		}
+	}
+	log.FromContext(ctx).Info("disruption command started", "reason", cmd.reason, "nodes", len(cmd.targets),
+		"replacements", cmd.replacements, "savingsPerHour", cmd.savings)
+	return nil
+}
+
+// advance moves a started command on; it reports whether the command is over.
+func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bool, error) {
+	now := c.clock.Now()
+	if now.Before(cmd.started.Add(c.opts.ValidationDelay)) {
+		return false, nil
+	}
+	for _, name := range cmd.replacements {
+		nc := claimNamed(cl, name)
+		switch {
+		case nc == nil || !nc.DeletionTimestamp.IsZero():
+			return true, c.abort(ctx, cmd, fmt.Sprintf("replacement nodeclaim %s failed to launch", name))
+		case !nc.IsTrue(v1.ConditionTypeInitialized):
+			if now.After(cmd.started.Add(c.opts.ReplacementTimeout)) {
+				return true, c.abort(ctx, cmd, fmt.Sprintf("replacement nodeclaim %s did not initialize within %s", name, c.opts.ReplacementTimeout))
+			}
+			return false, nil
+		}
+	}
+	if why := c.invalid(cl, cmd, now); why != "" {
+		return true, c.abort(ctx, cmd, why)
+	}
+	var errs []error
+	for _, t := range cmd.targets {
+		nc := claimNamed(cl, t.claim)
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupt", "Disrupting NodeClaim: %s", cmd.message)
+		if node := cl.nodes[t.node]; node != nil {
+			c.recorder.Eventf(node, nil, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupt", "Disrupting Node: %s", cmd.message)
+		}
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", t.claim, err))
+		}
+	}
+	log.FromContext(ctx).Info("disruption command executed", "reason", cmd.reason, "nodes", len(cmd.targets), "savingsPerHour", cmd.savings)
+	return true, errors.Join(errs...)
+}
+
+// invalid re-checks the command before anything is deleted: every node is still there, still
+// unprotected, and no pod arrived on it since the plan.
+func (c *Controller) invalid(cl *cluster, cmd *command, now time.Time) string {
+	for _, t := range cmd.targets {
+		nc := claimNamed(cl, t.claim)
+		node := cl.nodes[t.node]
+		if nc == nil || !nc.DeletionTimestamp.IsZero() || node == nil || !node.DeletionTimestamp.IsZero() {
+			return fmt.Sprintf("node %s changed (deleted meanwhile)", t.node)
+		}
+		pool := cl.pools[nc.Labels[v1.NodePoolLabelKey]]
+		if pool == nil {
+			return fmt.Sprintf("nodepool of node %s is gone", t.node)
+		}
+		m := &member{claim: nc, node: node, pool: pool, pods: cl.podsByNode[t.node]}
+		if why := protection(cl, m, now); why != "" {
+			return why
+		}
+		for uid := range podUIDs(m.pods) {
+			if !t.pods[uid] {
+				return fmt.Sprintf("a pod arrived on node %s", t.node)
+			}
+		}
+	}
+	return ""
+}
+
+// abort abandons a command: its nodes are untainted and unmarked, and replacements that took no
+// pods are deleted.
+func (c *Controller) abort(ctx context.Context, cmd *command, why string) error {
+	var errs []error
+	for _, t := range cmd.targets {
+		errs = append(errs, c.setTaint(ctx, t.node, false), c.setDisrupting(ctx, t.claim, false, "", ""))
+		nc := &v1.NodeClaim{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: t.claim}, nc); err == nil {
+			c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Disrupt", "Abandoned %s: %s", cmd.reason, why)
+		}
+	}
+	for _, name := range cmd.replacements {
+		nc := &v1.NodeClaim{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if nc.Status.NodeName != "" {
+			if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: nc.Status.NodeName}); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
+		if len(podUIDs(podPointers(pods.Items))) == 0 {
+			errs = append(errs, client.IgnoreNotFound(c.kube.Delete(ctx, nc)))
+		}
+	}
+	log.FromContext(ctx).Info("disruption command abandoned", "reason", cmd.reason, "why", why)
+	return errors.Join(errs...)
+}
+
+func podPointers(items []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+func claimNamed(cl *cluster, name string) *v1.NodeClaim {
+	for _, nc := range cl.claims {
+		if nc.Name == name {
+			return nc
+		}
+	}
+	return nil
+}
+
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
+func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
+	node := &corev1.Node{}
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if hasDisruptedTaint(node) == on {
+		return nil
+	}
+	stored := node.DeepCopy()
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
+	} else {
+		var keep []corev1.Taint
+		for _, t := range node.Spec.Taints {
+			if !t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+				keep = append(keep, t)
+			}
+		}
+		node.Spec.Taints = keep
+	}
+	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("setting disrupted taint on node %s to %t: %w", name, on, err))
+	}
+	return nil
+}
+
+// setDisrupting sets or clears the claim's Disrupting condition.
+func (c *Controller) setDisrupting(ctx context.Context, name string, on bool, reason, message string) error {
+	nc := &v1.NodeClaim{}
+	if err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	stored := nc.DeepCopy()
+	changed := false
+	if on {
+		changed = nc.SetCondition(v1.ConditionTypeDisrupting, metav1.ConditionTrue, reason, message)
+	} else {
+		changed = nc.ClearCondition(v1.ConditionTypeDisrupting)
+	}
+	if !changed {
+		return nil
+	}
+	if err := c.kube.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", name, err))
+	}
+	return nil
+}

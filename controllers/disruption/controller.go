@@ -1,0 +1,194 @@
+// Package disruption takes nodes away when they are no longer needed, in one loop: expiry
+// (forceful), then one voluntary method at a time per NodePool, in order: emptiness, drift,
+// consolidation. Empty and underutilized nodes come from the solver's whole-cluster plan
+// (solver.Consolidate); drifted nodes are replaced one at a time. Every voluntary command honours
+// the pools' budgets and the do-not-disrupt and PodDisruptionBudget protections, taints its nodes,
+// launches and waits for replacements, re-validates, then deletes through termination.
+package disruption
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+)
+
+// Options tune the disruption loop.
+type Options struct {
+	// PollInterval is how often the loop looks for something to disrupt.
+	PollInterval time.Duration
+	// ValidationDelay is how long a command waits before it is validated again and executed
+	// (upstream waits 15s; pods that arrive meanwhile abort it).
+	ValidationDelay time.Duration
+	// ReplacementTimeout abandons a command whose replacements did not initialize in time.
+	ReplacementTimeout time.Duration
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{PollInterval: 10 * time.Second, ValidationDelay: 5 * time.Second, ReplacementTimeout: 10 * time.Minute}
+}
+
+// Controller is the disruption loop.
+type Controller struct {
+	kube client.Client
+	// apiReader reads NodeClaims from the apiserver, uncached, for budgets.
+	apiReader client.Reader
+	cloud     cloudprovider.CloudProvider
+	snapshots Snapshotter
+	recorder  events.EventRecorder
+	clock     clock.WithTicker
+	opts      Options
+
+	mu sync.Mutex
+	// podSets remembers each claim's pods between loops (lastPodEventTime).
+	podSets map[string]podSet
+	// commands in flight; a pool in one of them starts no other.
+	commands []*command
+	// blocked remembers the last Blocked event per claim, so it is sent once per change.
+	blocked map[string]string
+}
+
+// New returns the disruption controller.
+func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter,
+	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
+	return &Controller{kube: kube, apiReader: apiReader, cloud: cloud, snapshots: snapshots, recorder: recorder, clock: clk,
+		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}}
+}
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
+
+// Register adds the loop to the manager (leader-elected).
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	return mgr.Add(c)
+}
+
+// NeedLeaderElection: only the leader disrupts.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Start runs the loop until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	ticker := c.clock.NewTicker(c.opts.PollInterval)
+	defer ticker.Stop()
+	for {
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			// A runnable has no caller to return to: the loop logs and tries again next tick.
+			log.FromContext(ctx).Error(err, "disruption loop")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+// Reconcile is one pass of the loop: read, mark expiry and drift, advance the commands in flight,
+// then start at most one new command per free NodePool.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	now := c.clock.Now()
+	cl, err := c.readCluster(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	errs = append(errs, c.releaseOrphans(ctx, cl))
+	errs = append(errs, c.expire(ctx, cl, now))
+	members := c.members(cl, now)
+	errs = append(errs, c.updateStatus(ctx, cl, members, now))
+	errs = append(errs, c.advanceAll(ctx, cl))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	// Re-read: the steps above wrote conditions and deleted claims the plan must see.
+	if cl, err = c.readCluster(ctx); err != nil {
+		return err
+	}
+	return c.decide(ctx, cl, c.members(cl, c.clock.Now()))
+}
+
+// advanceAll moves every command in flight on, dropping the finished ones.
+func (c *Controller) advanceAll(ctx context.Context, cl *cluster) error {
+	c.mu.Lock()
+	cmds := c.commands
+	c.mu.Unlock()
+	var keep []*command
+	var errs []error
+	for _, cmd := range cmds {
+		done, err := c.advance(ctx, cl, cmd)
+		errs = append(errs, err)
+		if !done {
+			keep = append(keep, cmd)
+		}
+	}
+	c.mu.Lock()
+	c.commands = keep
+	c.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// busyPools are the pools a command in flight touches.
+func (c *Controller) busyPools() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]bool{}
+	for _, cmd := range c.commands {
+		for p := range cmd.pools {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// releaseOrphans untaints and unmarks nodes left tainted or Disrupting by a command this process
+// does not know (the manager restarted mid-command): they are not being deleted, so the command
+// never finished; the next plan decides afresh.
+func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) error {
+	owned := map[string]bool{}
+	c.mu.Lock()
+	for _, cmd := range c.commands {
+		for _, t := range cmd.targets {
+			owned[t.claim] = true
+		}
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, nc := range cl.claims {
+		if owned[nc.Name] || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		node := cl.nodes[nc.Status.NodeName]
+		tainted := node != nil && node.DeletionTimestamp.IsZero() && hasDisruptedTaint(node)
+		if !tainted && !nc.IsTrue(v1.ConditionTypeDisrupting) {
+			continue
+		}
+		if node != nil && !node.DeletionTimestamp.IsZero() {
+			continue // draining: termination owns the taint
+		}
+		log.FromContext(ctx).Info("releasing node of an unfinished disruption command", "nodeclaim", nc.Name)
+		if tainted {
+			errs = append(errs, c.setTaint(ctx, node.Name, false))
+		}
+		errs = append(errs, c.setDisrupting(ctx, nc.Name, false, "", ""))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Controller) track(cmd *command) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.commands = append(c.commands, cmd)
+}

@@ -1,0 +1,186 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+)
+
+// decide runs the voluntary methods in order (emptiness, drift, consolidation) over the pools with
+// no command in flight, and starts the first command one of them yields.
+func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member) error {
+	busy := c.busyPools()
+	now := c.clock.Now()
+	budgets := map[string]solver.DisruptionBudget{}
+	for name, np := range cl.pools {
+		total, disrupting := cl.poolCounts(name)
+		b := solver.DisruptionBudget{}
+		for _, r := range reasons {
+			b[r] = AllowedDisruptions(np, r, total, disrupting, now)
+			allowedDisruptionsGauge.WithLabelValues(name, string(r)).Set(float64(b[r]))
+			if busy[name] {
+				b[r] = 0
+			}
+		}
+		budgets[name] = b
+	}
+	free := func(m *member) bool { return m.blocked == "" && !busy[m.pool.Name] }
+
+	// Provisioning is under way (pods pending and claims launching): wait, or the plan would count
+	// on room the new pods are about to take.
+	if cl.pending > 0 && cl.claimsInFlight > 0 {
+		return nil
+	}
+	start := c.clock.Now()
+	in, err := c.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	byNode := map[string]*member{}
+	for _, m := range members {
+		byNode[m.node.Name] = m
+	}
+	cin := solver.ConsolidationInput{Input: in, Budgets: budgets}
+	cin.Pods = nil
+	inSnapshot := map[string]bool{}
+	for _, n := range in.Nodes {
+		inSnapshot[n.Name] = true
+	}
+	eligible := map[string]int{}
+	for _, m := range members {
+		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
+			continue
+		}
+		whenEmpty := m.pool.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty
+		cin.Candidates = append(cin.Candidates, solver.Candidate{Node: m.node.Name, DisruptionCost: m.cost, EmptyOnly: whenEmpty})
+		eligible["underutilized"]++
+	}
+	plan := solver.Consolidate(cin)
+	decisionDuration.WithLabelValues("consolidation").Observe(c.clock.Since(start).Seconds())
+	eligibleNodes.WithLabelValues("underutilized").Set(float64(eligible["underutilized"]))
+
+	// 1. Emptiness.
+	for _, cmd := range plan.Commands {
+		if cmd.Reason == v1.DisruptionReasonEmpty {
+			return c.launch(ctx, cl, byNode, cmd)
+		}
+	}
+	// 2. Drift.
+	var drifted []*member
+	for _, m := range members {
+		if m.driftReason != "" && free(m) && inSnapshot[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
+			drifted = append(drifted, m)
+		}
+	}
+	eligibleNodes.WithLabelValues("drifted").Set(float64(len(drifted)))
+	sort.SliceStable(drifted, func(i, j int) bool { return drifted[i].cost < drifted[j].cost })
+	for _, m := range drifted {
+		cmd, why := c.driftCommand(in, m)
+		if why != "" {
+			c.blockedEvent(m, "cannot replace drifted node: "+why)
+			continue
+		}
+		return c.launch(ctx, cl, byNode, cmd)
+	}
+	// 3. Consolidation.
+	for _, cmd := range plan.Commands {
+		if cmd.Reason == v1.DisruptionReasonUnderutilized {
+			return c.launch(ctx, cl, byNode, cmd)
+		}
+	}
+	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
+	return nil
+}
+
+// driftCommand plans the replacement of one drifted node: its pods on the other nodes and new
+// ones. It returns why not when a pod cannot be placed.
+func (c *Controller) driftCommand(in solver.Input, m *member) (solver.Command, string) {
+	sub := solver.Input{NodePools: in.NodePools, DaemonSets: in.DaemonSets, VolumeZones: in.VolumeZones}
+	for _, n := range in.Nodes {
+		if n.Name == m.node.Name {
+			for _, p := range n.Pods {
+				if movable(p) {
+					sub.Pods = append(sub.Pods, p)
+				}
+			}
+			continue
+		}
+		sub.Nodes = append(sub.Nodes, n)
+	}
+	r := solver.Solve(sub)
+	if len(r.Unschedulable) > 0 {
+		u := r.Unschedulable[0]
+		return solver.Command{}, fmt.Sprintf("pod %s/%s: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+	}
+	return solver.Command{Reason: v1.DisruptionReasonDrifted, Delete: []string{m.node.Name}, Replacements: r.NewNodeClaims,
+		Placements: r.ExistingPlacements}, ""
+}
+
+// launch turns a planned command into a command in flight.
+func (c *Controller) launch(ctx context.Context, cl *cluster, byNode map[string]*member, sc solver.Command) error {
+	cmd := &command{reason: sc.Reason, pools: map[string]bool{}, plans: sc.Replacements, savings: sc.SavingsPerHour}
+	for _, name := range sc.Delete {
+		m := byNode[name]
+		if m == nil {
+			return fmt.Errorf("planned node %s is not a Joist node", name)
+		}
+		cmd.pools[m.pool.Name] = true
+		cmd.targets = append(cmd.targets, target{claim: m.claim.Name, node: name, pods: podUIDs(m.pods)})
+	}
+	for _, r := range sc.Replacements {
+		cmd.pools[r.NodePool] = true
+	}
+	cmd.message = describeCommand(sc.Reason, len(sc.Delete), len(sc.Replacements), sc.SavingsPerHour)
+	if sc.Reason == v1.DisruptionReasonDrifted {
+		if m := byNode[sc.Delete[0]]; m != nil {
+			cmd.message += fmt.Sprintf(" (%s)", m.driftReason)
+		}
+	}
+	if err := c.start(ctx, cl, cmd); err != nil {
+		return err
+	}
+	c.track(cmd)
+	return nil
+}
+
+// blockedEvent tells, once per change, why a node is not disrupted.
+func (c *Controller) blockedEvent(m *member, why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.blocked[m.claim.Name] == why {
+		return
+	}
+	c.blocked[m.claim.Name] = why
+	if why == "" {
+		return
+	}
+	c.recorder.Eventf(m.claim, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Disrupt", "Blocked: %s", why)
+	c.recorder.Eventf(m.node, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Disrupt", "Blocked: %s", why)
+}
+
+// expire deletes NodeClaims past their expireAfter. Expiry is forceful, as in Karpenter v1: no
+// budget, no do-not-disrupt; the drain is bounded by terminationGracePeriod and the pods go back
+// through provisioning.
+func (c *Controller) expire(ctx context.Context, cl *cluster, now time.Time) error {
+	var errs []error
+	for _, nc := range cl.claims {
+		if !nc.DeletionTimestamp.IsZero() || !expired(nc, now) {
+			continue
+		}
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Expired", "Disrupt", "Deleting NodeClaim: expired after %s (expireAfter)", nc.Spec.ExpireAfter.String())
+		log.FromContext(ctx).Info("deleting expired nodeclaim", "nodeclaim", nc.Name, "expireAfter", nc.Spec.ExpireAfter.String())
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting expired nodeclaim %s: %w", nc.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

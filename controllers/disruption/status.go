@@ -1,0 +1,86 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// updateStatus writes what the loop observed about each claim, one status patch per claim at most:
+// Drifted (with the reason), Consolidatable, lastPodEventTime. Claims stamped by another hash
+// version get the pool's current hash. Blocked events say once why a node is protected.
+func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*member, now time.Time) error {
+	var errs []error
+	for _, m := range members {
+		if needsRestamp(m) {
+			errs = append(errs, c.restamp(ctx, m))
+		}
+		reason, err := c.driftReason(ctx, m)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.driftReason = reason
+		stored := m.claim.DeepCopy()
+		changed := false
+		if reason != "" {
+			changed = m.claim.SetCondition(v1.ConditionTypeDrifted, metav1.ConditionTrue, reason, driftMessage(reason)) || changed
+		} else {
+			changed = m.claim.ClearCondition(v1.ConditionTypeDrifted) || changed
+		}
+		if m.consolidatable {
+			changed = m.claim.SetCondition(v1.ConditionTypeConsolidatable, metav1.ConditionTrue, v1.ConsolidatableReason,
+				fmt.Sprintf("no pod landed or left for consolidateAfter (%s)", m.pool.Spec.Disruption.ConsolidateAfter.String())) || changed
+		} else {
+			changed = m.claim.ClearCondition(v1.ConditionTypeConsolidatable) || changed
+		}
+		// Conditions of an older API (Empty) are no longer set by anyone.
+		changed = m.claim.ClearCondition(v1.ConditionTypeEmpty) || changed
+		if t := metav1.NewTime(m.lastPodEvent.Truncate(time.Second)); !t.Equal(&m.claim.Status.LastPodEventTime) {
+			m.claim.Status.LastPodEventTime = t
+			changed = true
+		}
+		if changed {
+			if err := c.kube.Status().Patch(ctx, m.claim, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("patching nodeclaim %s status: %w", m.claim.Name, err))
+			}
+		}
+		if m.blocked != "" && !strings.HasPrefix(m.blocked, "the node is") {
+			c.blockedEvent(m, m.blocked)
+		} else if m.blocked == "" {
+			c.blockedEvent(m, "")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func driftMessage(reason string) string {
+	switch reason {
+	case v1.DriftReasonNodePoolDrifted:
+		return "the NodePool template changed since the node was launched"
+	case v1.DriftReasonRequirementsDrifted:
+		return "the node's labels no longer satisfy the NodePool's requirements"
+	}
+	return "the cloud provider reports the instance no longer matches its NodeClass: " + reason
+}
+
+// restamp writes the pool's current template hash and hash version onto the claim.
+func (c *Controller) restamp(ctx context.Context, m *member) error {
+	stored := m.claim.DeepCopy()
+	if m.claim.Annotations == nil {
+		m.claim.Annotations = map[string]string{}
+	}
+	m.claim.Annotations[v1.NodePoolHashAnnotationKey] = m.pool.Hash()
+	m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
+	if err := c.kube.Patch(ctx, m.claim, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("stamping nodepool hash on nodeclaim %s: %w", m.claim.Name, err)
+	}
+	return nil
+}

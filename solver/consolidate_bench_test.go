@@ -1,0 +1,44 @@
+package solver_test
+
+import (
+	"testing"
+
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/consolidatebench"
+)
+
+// BenchmarkConsolidation plans the benchmark clusters (`make bench-consolidation`):
+//   - underused: 1,000 under-used nodes / 10,000 pods. Reports nodes and $/h before and after the
+//     plan, after ÷ the LP bound of the same pods placed from scratch, and what a second round on the
+//     planned cluster would still save (0 = the plan reached the stable state in one round);
+//   - full: 1,000 full nodes; the time to "no command".
+func BenchmarkConsolidation(b *testing.B) {
+	b.Run("underused", func(b *testing.B) {
+		in := consolidatebench.Underused()
+		var plan solver.ConsolidationPlan
+		for b.Loop() {
+			plan = solver.Consolidate(in)
+		}
+		after := applyPlan(in, plan)
+		bound := solver.Solve(consolidatebench.AllPods(in)).LowerBoundPerHour
+		again := solver.Consolidate(after)
+		second := 0.0
+		for _, c := range again.Commands {
+			second += c.SavingsPerHour
+		}
+		b.ReportMetric(float64(len(in.Nodes)), "nodes-before")
+		b.ReportMetric(float64(len(after.Nodes)), "nodes-after")
+		b.ReportMetric(plan.CostBefore, "$/h-before")
+		b.ReportMetric(plan.CostAfter, "$/h-after")
+		b.ReportMetric(plan.CostAfter/bound, "after/LP")
+		b.ReportMetric(second, "$/h-second-round")
+	})
+	b.Run("full", func(b *testing.B) {
+		in := consolidatebench.Full()
+		var plan solver.ConsolidationPlan
+		for b.Loop() {
+			plan = solver.Consolidate(in)
+		}
+		b.ReportMetric(float64(len(plan.Commands)), "commands")
+	})
+}

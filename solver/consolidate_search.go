@@ -1,0 +1,297 @@
+package solver
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+const (
+	// SpotToSpotMinOptions is how many instance-type options cheaper than a spot node a spot
+	// replacement of that single node needs (upstream Karpenter's rule): with fewer, replacing would
+	// chase the lowest spot price into the pools most likely to be interrupted.
+	SpotToSpotMinOptions = 15
+	// exhaustiveBelow: with at most this many candidates every prefix and every single candidate is
+	// tried; above it, a coarse grid of prefix sizes is refined around its best point.
+	exhaustiveBelow = 24
+	gridPoints      = 8
+	refineSteps     = 6
+	// maxUnplacedRetries bounds how often a set is shrunk by the nodes whose pods found no place.
+	maxUnplacedRetries = 3
+	savingsEpsilon     = 1e-9
+	// MinSavingsFraction is the least share of the disrupted nodes' price a repack must save: moving
+	// many pods to save a cent is churn, and a later round would find the next cent (flapping).
+	MinSavingsFraction = 0.05
+)
+
+// emptyCommand deletes the candidates that run no movable pods, within the pools' Empty budgets.
+func (p *planner) emptyCommand() (Command, bool) {
+	cmd := Command{Reason: v1.DisruptionReasonEmpty}
+	for _, c := range p.cands {
+		if len(c.movable) > 0 {
+			continue
+		}
+		if !p.take(c.pool, v1.DisruptionReasonEmpty) {
+			p.kept[c.Node] = KeptBudget
+			continue
+		}
+		p.gone[c.Node] = true
+		cmd.Delete = append(cmd.Delete, c.Node)
+		cmd.RemovedPerHour += c.price
+	}
+	cmd.SavingsPerHour = cmd.RemovedPerHour
+	return cmd, len(cmd.Delete) > 0
+}
+
+// evaluation is one tried set of nodes to remove and where their pods would go.
+type evaluation struct {
+	set     []*cand
+	result  Result
+	removed float64
+	savings float64
+	valid   bool
+	// unplaceable are candidates dropped from the set because a pod of theirs fit nowhere else.
+	unplaceable []*cand
+}
+
+// repackCommand searches the candidate sets for the one whose removal saves the most.
+func (p *planner) repackCommand() (Command, bool) {
+	list := p.repackList()
+	if len(list) == 0 {
+		return Command{}, false
+	}
+	best := evaluation{}
+	consider := func(e evaluation) {
+		if !e.valid {
+			return
+		}
+		if !best.valid || e.savings > best.savings+savingsEpsilon ||
+			(e.savings > best.savings-savingsEpsilon && len(e.set)+len(e.result.NewNodeClaims) < len(best.set)+len(best.result.NewNodeClaims)) {
+			best = e
+		}
+	}
+	unplaceable := map[*cand]bool{}
+	tried := map[int]float64{}
+	try := func(k int) float64 {
+		if s, ok := tried[k]; ok {
+			return s
+		}
+		e := p.evaluate(list[:k])
+		for _, c := range e.unplaceable {
+			unplaceable[c] = true
+		}
+		consider(e)
+		s := -1.0
+		if e.valid {
+			s = e.savings
+		}
+		tried[k] = s
+		return s
+	}
+	if len(list) <= exhaustiveBelow {
+		for k := 1; k <= len(list); k++ {
+			try(k)
+		}
+		for _, c := range list {
+			e := p.evaluate([]*cand{c})
+			consider(e)
+		}
+	} else {
+		p.gridSearch(len(list), try)
+	}
+	for _, c := range list {
+		if unplaceable[c] {
+			p.kept[c.Node] = KeptPodsNotPlaceable
+		} else {
+			p.kept[c.Node] = KeptNoSaving
+		}
+	}
+	if !best.valid {
+		return Command{}, false
+	}
+	return p.command(best), true
+}
+
+// gridSearch tries prefix sizes on a grid over 1..n, then narrows around the best of them.
+func (p *planner) gridSearch(n int, try func(int) float64) {
+	points := []int{1}
+	for i := 1; i <= gridPoints; i++ {
+		points = append(points, (n*i+gridPoints-1)/gridPoints)
+	}
+	bestK, bestS := 0, -1.0
+	for _, k := range points {
+		if s := try(k); s > bestS {
+			bestK, bestS = k, s
+		}
+	}
+	lo, hi := max(1, bestK-(n+gridPoints-1)/gridPoints), min(n, bestK+(n+gridPoints-1)/gridPoints)
+	for step := 0; step < refineSteps && hi-lo > 2; step++ {
+		left, right := (lo+bestK)/2, (bestK+hi+1)/2
+		sl, sr := try(left), try(right)
+		switch {
+		case sl > bestS && sl >= sr:
+			hi, bestK, bestS = bestK, left, sl
+		case sr > bestS:
+			lo, bestK, bestS = bestK, right, sr
+		default:
+			lo, hi = left, right
+		}
+	}
+}
+
+// repackList is the ranked candidates that may be repacked, cut to what the budgets allow.
+func (p *planner) repackList() []*cand {
+	left := map[string]int{}
+	for pool, b := range p.budgets {
+		left[pool] = b[v1.DisruptionReasonUnderutilized]
+	}
+	var list []*cand
+	for _, c := range p.cands {
+		switch {
+		case p.gone[c.Node]:
+			continue
+		case len(c.movable) == 0:
+			continue // empty but over the Empty budget: already kept
+		case c.EmptyOnly:
+			p.kept[c.Node] = KeptWhenEmpty
+			continue
+		case !c.priced:
+			p.kept[c.Node] = KeptUnpriced
+			continue
+		case left[c.pool] <= 0:
+			p.kept[c.Node] = KeptBudget
+			continue
+		}
+		left[c.pool]--
+		list = append(list, c)
+	}
+	return list
+}
+
+// evaluate solves for the pods of set on every other node plus new ones. Candidates whose pods
+// cannot be placed are dropped from the set and the rest re-solved.
+func (p *planner) evaluate(set []*cand) evaluation {
+	set = append([]*cand(nil), set...)
+	var dropped []*cand
+	for attempt := 0; ; attempt++ {
+		e := p.solveWithout(set)
+		e.unplaceable = dropped
+		if len(e.result.Unschedulable) == 0 {
+			return e
+		}
+		if attempt == maxUnplacedRetries {
+			return evaluation{unplaceable: dropped}
+		}
+		owner := map[*corev1.Pod]*cand{}
+		for _, c := range set {
+			for _, pod := range c.movable {
+				owner[pod] = c
+			}
+		}
+		drop := map[*cand]bool{}
+		for _, u := range e.result.Unschedulable {
+			if c, ok := owner[u.Pod]; ok {
+				drop[c] = true
+			}
+		}
+		var next []*cand
+		for _, c := range set {
+			if drop[c] {
+				dropped = append(dropped, c)
+			} else {
+				next = append(next, c)
+			}
+		}
+		if len(next) == 0 || len(drop) == 0 {
+			return evaluation{unplaceable: dropped}
+		}
+		set = next
+	}
+}
+
+func (p *planner) solveWithout(set []*cand) evaluation {
+	removing := make(map[string]bool, len(set))
+	var pods []*corev1.Pod
+	e := evaluation{set: set}
+	for _, c := range set {
+		removing[c.Node] = true
+		pods = append(pods, c.movable...)
+		e.removed += c.price
+	}
+	if p.bound == nil {
+		p.bound = newBound(p)
+	}
+	if lb := p.bound.newNodesCost(set, p.gone); e.removed-lb < MinSavingsFraction*e.removed || e.removed-lb <= savingsEpsilon {
+		return e // cannot save enough whatever Solve does
+	}
+	e.result = p.solveRemoving(removing, pods, set)
+	e.savings = e.removed - e.result.CostPerHour
+	e.valid = len(e.result.Unschedulable) == 0 && e.savings > savingsEpsilon &&
+		e.savings >= MinSavingsFraction*e.removed && p.spotRuleHolds(set, e.result)
+	return e
+}
+
+// solveRemoving places pods (those of the nodes in removing) on the nodes that stay and new ones.
+func (p *planner) solveRemoving(removing map[string]bool, pods []*corev1.Pod, set []*cand) Result {
+	in := Input{DaemonSets: p.in.DaemonSets, VolumeZones: p.in.VolumeZones, Pods: pods}
+	in.Nodes = make([]ExistingNode, 0, len(p.in.Nodes))
+	for _, n := range p.in.Nodes {
+		if !removing[n.Name] && !p.gone[n.Name] {
+			in.Nodes = append(in.Nodes, n)
+		}
+	}
+	in.NodePools = p.poolsFreeing(set)
+	return Solve(in)
+}
+
+// poolsFreeing is the NodePools with the limits the removed nodes free up added back.
+func (p *planner) poolsFreeing(set []*cand) []NodePoolInput {
+	out := append([]NodePoolInput(nil), p.in.NodePools...)
+	for i := range out {
+		if out[i].Remaining == nil {
+			continue
+		}
+		rem := out[i].Remaining.DeepCopy()
+		for _, c := range set {
+			if c.pool != out[i].NodePool.Name {
+				continue
+			}
+			for name, q := range c.node.Allocatable {
+				if cur, ok := rem[name]; ok {
+					cur.Add(q)
+					rem[name] = cur
+				}
+			}
+		}
+		out[i].Remaining = rem
+	}
+	return out
+}
+
+// spotRuleHolds applies the spot-to-spot rule to a single spot node replaced by one spot node.
+func (p *planner) spotRuleHolds(set []*cand, r Result) bool {
+	if len(set) != 1 || len(r.NewNodeClaims) != 1 {
+		return true
+	}
+	c, plan := set[0], &r.NewNodeClaims[0]
+	if c.node.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeSpot || plan.Offering.CapacityType != v1.CapacityTypeSpot {
+		return true
+	}
+	return spotOptionsBelow(plan, c.price) >= SpotToSpotMinOptions
+}
+
+// command turns the chosen evaluation into a Command and spends the budgets it uses.
+func (p *planner) command(e evaluation) Command {
+	cmd := Command{Reason: v1.DisruptionReasonUnderutilized, Replacements: e.result.NewNodeClaims,
+		Placements: e.result.ExistingPlacements, RemovedPerHour: e.removed, SavingsPerHour: e.savings}
+	for _, c := range e.set {
+		p.take(c.pool, v1.DisruptionReasonUnderutilized)
+		p.gone[c.Node] = true
+		delete(p.kept, c.Node)
+		cmd.Delete = append(cmd.Delete, c.Node)
+	}
+	sort.Strings(cmd.Delete)
+	return cmd
+}
