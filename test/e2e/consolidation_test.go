@@ -201,7 +201,6 @@ func TestConsolidationBudgetOfOneDisruptsOneNodeAtATime(t *testing.T) {
 	s.waitRunning(ctx, 6, a.Spec.Template.Labels)
 }
 
-
 // TestConsolidationIsBlocked: nothing may consolidate the two half-empty nodes, over many loops.
 func TestConsolidationIsBlocked(t *testing.T) {
 	for _, tc := range []struct {

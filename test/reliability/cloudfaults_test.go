@@ -179,4 +179,3 @@ func scrapeCloudCalls(port int) (map[string]float64, error) {
 	}
 	return out, sc.Err()
 }
-
