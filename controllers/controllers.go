@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/disruption"
@@ -24,6 +26,7 @@ import (
 	"github.com/joist-dev/joist/controllers/provisioning"
 	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/controllers/termination"
+	"github.com/joist-dev/joist/snapshot"
 )
 
 // Options holds each controller's options.
@@ -47,9 +50,14 @@ func DefaultOptions() Options {
 }
 
 // CacheOptions are the informer cache settings the controllers are written for: managed fields are
-// dropped on the way in, since no controller reads them and on pods they are a large share of memory.
+// dropped on the way in, since on pods they are a large share of memory; pods keep only the record
+// of who set status.nominatedNodeName, which tells Joist's nominations from the kube-scheduler's
+// after a restart.
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: snapshot.KeepNominationOwner}},
+	}
 }
 
 // Register adds the field indexes and every controller to mgr.

@@ -2,8 +2,6 @@ package snapshot
 
 import (
 	corev1 "k8s.io/api/core/v1"
-
-	v1 "github.com/joist-dev/joist/api/v1"
 )
 
 // Provisionable reports whether Joist should find capacity for the pod: unbound, not finished, not
@@ -65,23 +63,4 @@ func ScheduledMessage(pod *corev1.Pod) string {
 func MarkedUnschedulable(pod *corev1.Pod) bool {
 	c := scheduledCondition(pod)
 	return c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
-}
-
-// preempting reports whether the kube-scheduler nominated the pod to an existing node, where it is
-// making room by preemption: status.nominatedNodeName names a schedulable node, and neither Joist
-// wrote it (own) nor does it name the node of a live NodeClaim Joist launched (after a restart Joist
-// no longer remembers its own nominations, which point at such nodes).
-func preempting(pod *corev1.Pod, own bool, nodes map[string]*corev1.Node, claimOfNode map[string]*v1.NodeClaim, live map[string]bool) bool {
-	name := pod.Status.NominatedNodeName
-	if name == "" || own {
-		return false
-	}
-	node, ok := nodes[name]
-	if !ok || node.Spec.Unschedulable {
-		return false
-	}
-	if nc := claimOfNode[name]; nc != nil && live[nc.Name] {
-		return false
-	}
-	return true
 }

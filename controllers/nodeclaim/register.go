@@ -21,6 +21,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/snapshot"
 )
 
 // conflictRetry is how soon a node patch that lost an optimistic-lock race is retried.
@@ -220,7 +221,7 @@ func (c *Controller) nominate(ctx context.Context, nodeOfClaim map[string]string
 					return nil // nominated, or our nomination is newer than the cache's copy
 				}
 				patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)))
-				if err := c.kube.Status().Patch(gctx, pod, patch); err != nil {
+				if err := c.kube.Status().Patch(gctx, pod, patch, client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
 					return client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
 				}
 				c.nominations.Written(pod.UID, pod.ResourceVersion)

@@ -206,7 +206,7 @@ func (p *Provisioner) renominateOrReplan(ctx context.Context, pod *corev1.Pod, c
 			// The resourceVersion makes it conditional: a pod that changed meanwhile (bound, say) is left alone.
 			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":{"nominatedNodeName":%q}}`,
 				pod.ResourceVersion, nc.Status.NodeName)))
-			if err := p.kube.Status().Patch(ctx, pod, patch); err == nil {
+			if err := p.kube.Status().Patch(ctx, pod, patch, client.FieldOwner(snapshot.NominationFieldManager)); err == nil {
 				p.nominations.Renominated(pod.UID, pod.ResourceVersion)
 				return
 			}
