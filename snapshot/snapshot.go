@@ -36,6 +36,7 @@ type Cluster struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	CSINodes               []*storagev1.CSINode
 	Guardrails             []policyv1alpha1.Guardrail
 }
 
@@ -124,6 +125,12 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 		})
 	}
 
+	csiNodes := map[string]*storagev1.CSINode{}
+	for _, cn := range c.CSINodes {
+		if cn != nil {
+			csiNodes[cn.Name] = cn
+		}
+	}
 	nodeByName := map[string]*corev1.Node{}
 	for _, n := range nodes {
 		nodeByName[n.Name] = n
@@ -164,6 +171,7 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 			continue
 		}
 		en := existingNode(node, podsByNode[node.Name])
+		en.VolumeLimits = attachLimits(node, csiNodes[node.Name])
 		if nc := claimOfNode[node.Name]; nc != nil {
 			if !nc.DeletionTimestamp.IsZero() {
 				continue // being disrupted: takes no new pods
@@ -182,7 +190,9 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 			s.Input.Nodes = append(s.Input.Nodes, inFlightNode(nc, instanceTypes[nc.Labels[v1.NodePoolLabelKey]], nominated[nc.Name]))
 		}
 	}
-	s.Input.VolumeZones = volumeZones(s.Pending, c)
+	vx := newVolumeIndex(c)
+	s.Input.VolumeZones = volumeZones(s.Pending, vx)
+	s.Input.VolumeDrivers = volumeDrivers(c.Pods, vx)
 	return s, nil
 }
 

@@ -195,11 +195,11 @@ func TestVolumeZones(t *testing.T) {
 	for _, claim := range []string{"bound", "waiting", "default-class", "immediate", "missing"} {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
 	}
-	got := volumeZones([]*corev1.Pod{p}, Cluster{
+	got := volumeZones([]*corev1.Pod{p}, newVolumeIndex(Cluster{
 		StorageClasses:         classes,
 		PersistentVolumes:      []*corev1.PersistentVolume{pv},
 		PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{pvc("bound", "zonal", "pv-csi"), pvc("waiting", "zonal", ""), pvc("default-class", "", ""), pvc("immediate", "immediate", "")},
-	})
+	}))
 	want := map[string]string{"default/bound": "[z4]", "default/waiting": "[z1 z2]"}
 	if len(got) != len(want) {
 		t.Errorf("volume zones = %v, want %v", got, want)

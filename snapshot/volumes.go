@@ -24,72 +24,96 @@ func IsZoneKey(key string) bool {
 // defaultClassAnnotation marks the StorageClass a claim without storageClassName gets.
 const defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 
-// volumeZones maps "namespace/claim" of the pending pods' claims to the zones their volumes can be in:
-// a bound volume's node affinity, or for a claim still waiting for its first consumer, the
-// StorageClass's allowedTopologies. Claims free to be provisioned in any zone are absent.
-func volumeZones(pending []*corev1.Pod, c Cluster) map[string][]string {
-	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+// volumeIndex finds a claim's volume and StorageClass.
+type volumeIndex struct {
+	pvcs         map[string]*corev1.PersistentVolumeClaim
+	pvByName     map[string]*corev1.PersistentVolume
+	pvByClaim    map[string]*corev1.PersistentVolume
+	classes      map[string]*storagev1.StorageClass
+	defaultClass *storagev1.StorageClass
+}
+
+func newVolumeIndex(c Cluster) *volumeIndex {
+	x := &volumeIndex{pvcs: map[string]*corev1.PersistentVolumeClaim{}, pvByName: map[string]*corev1.PersistentVolume{},
+		pvByClaim: map[string]*corev1.PersistentVolume{}, classes: map[string]*storagev1.StorageClass{}}
 	for _, pvc := range c.PersistentVolumeClaims {
 		if pvc != nil {
-			pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
+			x.pvcs[pvc.Namespace+"/"+pvc.Name] = pvc
 		}
 	}
-	pvByName := map[string]*corev1.PersistentVolume{}
-	pvByClaim := map[string]*corev1.PersistentVolume{}
 	for _, pv := range c.PersistentVolumes {
 		if pv == nil {
 			continue
 		}
-		pvByName[pv.Name] = pv
+		x.pvByName[pv.Name] = pv
 		if ref := pv.Spec.ClaimRef; ref != nil {
 			ns := ref.Namespace
 			if ns == "" {
 				ns = "default"
 			}
-			pvByClaim[ns+"/"+ref.Name] = pv
+			x.pvByClaim[ns+"/"+ref.Name] = pv
 		}
 	}
-	classes := map[string]*storagev1.StorageClass{}
-	var defaultClass *storagev1.StorageClass
 	for _, sc := range c.StorageClasses {
 		if sc == nil {
 			continue
 		}
-		classes[sc.Name] = sc
-		if sc.Annotations[defaultClassAnnotation] == "true" && (defaultClass == nil || sc.Name < defaultClass.Name) {
-			defaultClass = sc
+		x.classes[sc.Name] = sc
+		if sc.Annotations[defaultClassAnnotation] == "true" && (x.defaultClass == nil || sc.Name < x.defaultClass.Name) {
+			x.defaultClass = sc
 		}
 	}
+	return x
+}
+
+// lookup returns the claim "namespace/name", its bound volume and its StorageClass, each nil when
+// unknown.
+func (x *volumeIndex) lookup(key string) (*corev1.PersistentVolumeClaim, *corev1.PersistentVolume, *storagev1.StorageClass) {
+	pvc := x.pvcs[key]
+	pv := x.pvByClaim[key]
+	if pvc != nil && pvc.Spec.VolumeName != "" {
+		pv = x.pvByName[pvc.Spec.VolumeName]
+	}
+	var sc *storagev1.StorageClass
+	if pvc != nil {
+		sc = x.defaultClass
+		if pvc.Spec.StorageClassName != nil {
+			sc = x.classes[*pvc.Spec.StorageClassName]
+		}
+	}
+	return pvc, pv, sc
+}
+
+// claimKeys calls f with "namespace/claim" of each claim the pod mounts.
+func claimKeys(pod *corev1.Pod, f func(key string)) {
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim != nil {
+			f(pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName)
+		}
+	}
+}
+
+// volumeZones maps "namespace/claim" of the pending pods' claims to the zones their volumes can be in:
+// a bound volume's node affinity, or for a claim still waiting for its first consumer, the
+// StorageClass's allowedTopologies. Claims free to be provisioned in any zone are absent.
+func volumeZones(pending []*corev1.Pod, x *volumeIndex) map[string][]string {
 	out := map[string][]string{}
 	for _, pod := range pending {
-		for _, vol := range pod.Spec.Volumes {
-			if vol.PersistentVolumeClaim == nil {
-				continue
-			}
-			key := pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
+		claimKeys(pod, func(key string) {
 			if _, done := out[key]; done {
-				continue
-			}
-			pvc := pvcs[key]
-			pv := pvByClaim[key]
-			if pvc != nil && pvc.Spec.VolumeName != "" {
-				pv = pvByName[pvc.Spec.VolumeName]
+				return
 			}
 			var zones []string
-			switch {
+			switch pvc, pv, sc := x.lookup(key); {
 			case pv != nil:
 				zones = pvZones(pv)
 			case pvc != nil:
-				sc := defaultClass
-				if pvc.Spec.StorageClassName != nil {
-					sc = classes[*pvc.Spec.StorageClassName]
-				}
 				zones = waitingZones(sc)
 			}
 			if len(zones) > 0 {
 				out[key] = zones
 			}
-		}
+		})
 	}
 	return out
 }

@@ -129,6 +129,7 @@ type node struct {
 	// existing nodes
 	taints       []corev1.Taint
 	preferTaints []corev1.Taint
+	vols         map[string]map[string]bool // CSI driver → attached claims; see volumes.go
 
 	// new nodes
 	reqs     requirements.Set

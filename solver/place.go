@@ -240,6 +240,9 @@ func (s *solver) tryExisting(c *class, e *eff, a *alt, n *node, maxK int) attemp
 	if len(c.ports) > 0 && !portsFree(n.ports, c.ports) {
 		return attempt{perm: true, stage: stageResources, msg: "host port conflict"}
 	}
+	if msg, ok := s.volumesFit(c, n); !ok {
+		return attempt{perm: true, stage: stageResources, msg: msg}
+	}
 	if ok, perm, te := s.topoCheck(c, e, n.id, n.zone); !ok {
 		return attempt{perm: perm, stage: stageTopology, te: te}
 	}
@@ -250,6 +253,7 @@ func (s *solver) tryExisting(c *class, e *eff, a *alt, n *node, maxK int) attemp
 	for i := 0; i < k; i++ {
 		n.used.add(c.req)
 	}
+	s.attachVolumes(c, n)
 	s.assign(c, n, k)
 	return attempt{k: k}
 }

@@ -23,6 +23,10 @@ type Input struct {
 	DaemonSets []*appsv1.DaemonSet
 	// VolumeZones maps "namespace/persistentVolumeClaimName" to the zones its bound volume lives in.
 	VolumeZones map[string][]string
+	// VolumeDrivers maps "namespace/persistentVolumeClaimName" to the CSI driver that attaches its
+	// volume. A node attaches each volume once, however many of its pods use it, and at most its
+	// ExistingNode.VolumeLimits per driver.
+	VolumeDrivers map[string]string
 }
 
 // NodePoolInput is a NodePool and what it may launch.
@@ -46,6 +50,9 @@ type ExistingNode struct {
 	Allocatable corev1.ResourceList
 	// Pods already bound (or nominated) to it; their requests are used and they count for topology.
 	Pods []*corev1.Pod
+	// VolumeLimits is, per CSI driver, how many volumes the node can attach (its CSINode's
+	// allocatable count); a driver absent, or a nil map, is unlimited.
+	VolumeLimits map[string]int
 }
 
 // Result is the solver's plan.

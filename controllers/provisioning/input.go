@@ -17,7 +17,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses;csinodes,verbs=get;list;watch
 
 // snapshot lists the cluster from the informer cache and builds the solver's input with the one
 // snapshot builder `joist simulate` and the tests use; only the nominations are the provisioner's own.
@@ -52,8 +52,9 @@ func (p *Provisioner) listCluster(ctx context.Context) (snapshot.Cluster, error)
 		pvcs   corev1.PersistentVolumeClaimList
 		pvs    corev1.PersistentVolumeList
 		scs    storagev1.StorageClassList
+		csis   storagev1.CSINodeList
 	)
-	for _, l := range []client.ObjectList{&pools, &claims, &nodes, &pods, &dss, &pvcs, &pvs, &scs} {
+	for _, l := range []client.ObjectList{&pools, &claims, &nodes, &pods, &dss, &pvcs, &pvs, &scs, &csis} {
 		if err := p.kube.List(ctx, l); err != nil {
 			return c, fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -70,6 +71,7 @@ func (p *Provisioner) listCluster(ctx context.Context) (snapshot.Cluster, error)
 	c.PersistentVolumeClaims = pointers(pvcs.Items)
 	c.PersistentVolumes = pointers(pvs.Items)
 	c.StorageClasses = pointers(scs.Items)
+	c.CSINodes = pointers(csis.Items)
 	c.Guardrails = guardrails.Items
 	return c, nil
 }

@@ -241,6 +241,7 @@ func (p *Provisioner) warmUp(ctx context.Context) error {
 	for _, obj := range []client.Object{
 		&corev1.Node{}, &appsv1.DaemonSet{}, &appsv1.Deployment{}, &appsv1.ReplicaSet{}, &appsv1.StatefulSet{},
 		&batchv1.Job{}, &policyv1alpha1.Guardrail{}, &corev1.PersistentVolumeClaim{}, &corev1.PersistentVolume{}, &storagev1.StorageClass{},
+		&storagev1.CSINode{},
 	} {
 		if _, err := p.cache.GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("starting the %T informer: %w", obj, err)

@@ -341,6 +341,7 @@ func (v *verifier) checkNode(n *vnode) {
 		}
 	}
 	v.checkPorts(n)
+	v.checkVolumeLimits(n)
 }
 
 type port struct {

@@ -52,6 +52,8 @@ type vnode struct {
 	taints   []corev1.Taint
 	alloc    corev1.ResourceList
 	overhead corev1.ResourceList // daemonset overhead on planned nodes
+	// volLimits are an existing node's volume attach limits per CSI driver
+	volLimits map[string]int
 }
 
 func (v *verifier) fail(format string, args ...any) {
@@ -151,7 +153,7 @@ func (v *verifier) buildExisting() {
 	byName := map[string]*vnode{}
 	for i := range v.in.Nodes {
 		e := &v.in.Nodes[i]
-		n := &vnode{name: e.Name, pool: e.NodePool, taints: e.Taints, alloc: podsCapacity(e.Allocatable)}
+		n := &vnode{name: e.Name, pool: e.NodePool, taints: e.Taints, alloc: podsCapacity(e.Allocatable), volLimits: e.VolumeLimits}
 		n.node = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: e.Name, Labels: e.Labels}}
 		n.zone, n.hasZone = e.Labels[v1.LabelTopologyZone]
 		for _, p := range e.Pods {

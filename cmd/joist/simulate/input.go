@@ -91,6 +91,9 @@ func buildInput(objs objects, instanceTypes []*catalog.InstanceType) (*snapshot.
 	for _, sc := range objs.storageClasses {
 		c.StorageClasses = append(c.StorageClasses, sc.obj)
 	}
+	for _, cn := range objs.csiNodes {
+		c.CSINodes = append(c.CSINodes, cn.obj)
+	}
 	return snapshot.Build(c, snapshot.Options{
 		InstanceTypes: func(*v1.NodePool) ([]*catalog.InstanceType, error) { return instanceTypes, nil },
 	})

@@ -61,6 +61,7 @@ type objects struct {
 	volumes        []sourced[*corev1.PersistentVolume]
 	claims         []sourced[*corev1.PersistentVolumeClaim]
 	storageClasses []sourced[*storagev1.StorageClass]
+	csiNodes       []sourced[*storagev1.CSINode]
 	nodeClaims     []sourced[*v1.NodeClaim]
 	guardrails     []sourced[*policyv1alpha1.Guardrail]
 	// ignored are objects of known kinds the simulation does not use.
@@ -72,7 +73,7 @@ type sourced[T any] struct {
 	obj T
 }
 
-var supportedKinds = "NodePool, NodeClaim, Guardrail, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, Node, PersistentVolume, PersistentVolumeClaim, StorageClass, List"
+var supportedKinds = "NodePool, NodeClaim, Guardrail, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, Node, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, List"
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -285,6 +286,8 @@ func (l *loader) loadDocument(src source, data []byte) error {
 		l.objs.claims = append(l.objs.claims, sourced[*corev1.PersistentVolumeClaim]{src, o})
 	case *storagev1.StorageClass:
 		l.objs.storageClasses = append(l.objs.storageClasses, sourced[*storagev1.StorageClass]{src, o})
+	case *storagev1.CSINode:
+		l.objs.csiNodes = append(l.objs.csiNodes, sourced[*storagev1.CSINode]{src, o})
 	case *v1.NodeClaim:
 		l.objs.nodeClaims = append(l.objs.nodeClaims, sourced[*v1.NodeClaim]{src, o})
 	case *policyv1alpha1.Guardrail:

@@ -1,0 +1,81 @@
+package snapshot
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/solver/verify"
+)
+
+func withClaim(pod *corev1.Pod, claim string) *corev1.Pod {
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: claim, VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}})
+	return pod
+}
+
+func claimOf(name, class, volume string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class, VolumeName: volume}}
+}
+
+// TestVolumeAttachLimits: a node whose CSINode attaches one EBS volume and already holds one (a
+// bound CSI volume) takes no pod with a new EBS claim (a WaitForFirstConsumer claim of an EBS
+// StorageClass), which goes to a new node; the node's legacy attachable-volumes-* resource is read
+// when the CSINode says nothing, and a claim of another driver is not held back.
+func TestVolumeAttachLimits(t *testing.T) {
+	const ebs = "ebs.csi.aws.com"
+	n1 := node("n1", "a")
+	n1.Status.Allocatable["attachable-volumes-csi-efs.csi.aws.com"] = resource.MustParse("0")
+	n1.Status.Allocatable["attachable-volumes-aws-ebs"] = resource.MustParse("39") // CSINode wins
+	csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: ebs, NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](1)}}}}}
+	old := withClaim(pendingPod("old"), "old")
+	old.Spec.NodeName = "n1"
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-old"}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: ebs, VolumeHandle: "vol-1"}}}}
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	c := Cluster{
+		NodePools:  []*v1.NodePool{nodePool("a")},
+		Nodes:      []*corev1.Node{n1},
+		NodeClaims: []*v1.NodeClaim{claim("a-1", "a", "n1")},
+		CSINodes:   []*storagev1.CSINode{csiNode},
+		StorageClasses: []*storagev1.StorageClass{
+			{ObjectMeta: metav1.ObjectMeta{Name: "gp3"}, Provisioner: ebs, VolumeBindingMode: &wffc},
+			{ObjectMeta: metav1.ObjectMeta{Name: "nfs"}, Provisioner: "nfs.csi.k8s.io", VolumeBindingMode: &wffc},
+		},
+		PersistentVolumes:      []*corev1.PersistentVolume{pv},
+		PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claimOf("old", "gp3", "pv-old"), claimOf("new", "gp3", ""), claimOf("shared", "nfs", "")},
+		Pods:                   []*corev1.Pod{old, withClaim(pendingPod("ebs"), "new"), withClaim(pendingPod("nfs"), "shared")},
+	}
+	s, err := Build(c, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLimits := map[string]int{ebs: 1, "efs.csi.aws.com": 0}
+	if got := s.Input.Nodes[0].VolumeLimits; len(got) != len(wantLimits) || got[ebs] != 1 || got["efs.csi.aws.com"] != 0 {
+		t.Errorf("n1 volume limits = %v, want %v", got, wantLimits)
+	}
+	wantDrivers := map[string]string{"default/old": ebs, "default/new": ebs, "default/shared": "nfs.csi.k8s.io"}
+	for k, w := range wantDrivers {
+		if g := s.Input.VolumeDrivers[k]; g != w {
+			t.Errorf("driver of %s = %q, want %q", k, g, w)
+		}
+	}
+	res := solver.Solve(s.Input)
+	if err := verify.Verify(s.Input, res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.ExistingPlacements) != 1 || len(res.ExistingPlacements[0].Pods) != 1 || res.ExistingPlacements[0].Pods[0].Name != "nfs" {
+		t.Errorf("want only the nfs pod on n1, got %+v", res.ExistingPlacements)
+	}
+	if len(res.NewNodeClaims) != 1 || len(res.NewNodeClaims[0].Pods) != 1 || res.NewNodeClaims[0].Pods[0].Name != "ebs" {
+		t.Errorf("want a new node for the pod with the second EBS volume, got %+v", res.NewNodeClaims)
+	}
+}
