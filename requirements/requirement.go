@@ -161,6 +161,34 @@ func (r *Requirement) HasValue() bool {
 	return false
 }
 
+// Sample returns the label value a node gets for a key only a NodePool's requirements define (its
+// instance types never set it), as Karpenter labels NodeClaims from their requirements: the first
+// value of In; for Exists, Gt, Lt, Gte and Lte, which demand the label without naming a value, the
+// smallest non-negative integer they allow (or the largest allowed below zero). false when absence
+// satisfies r (NotIn, DoesNotExist): such a node carries no label, as no value is needed.
+func (r *Requirement) Sample() (string, bool) {
+	if r.allowAbsent || !r.HasValue() {
+		return "", false
+	}
+	if !r.complement {
+		return r.values[0], true
+	}
+	lo := int64(0)
+	if r.hasGt && r.gt >= 0 {
+		lo = r.gt + 1
+	}
+	step := int64(1)
+	if r.hasLt && r.lt <= lo {
+		lo, step = r.lt-1, -1 // every allowed value is below zero
+	}
+	for n, i := lo, 0; i <= len(r.values); n, i = n+step, i+1 {
+		if v := strconv.FormatInt(n, 10); r.Has(v) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // Empty reports whether no node at all, with or without the label, satisfies r.
 func (r *Requirement) Empty() bool { return !r.allowAbsent && !r.HasValue() }
 

@@ -138,3 +138,39 @@ func TestForPod(t *testing.T) {
 		t.Errorf("only empty terms: err = %v, want ErrNoTerms", err)
 	}
 }
+
+func TestSample(t *testing.T) {
+	for _, tc := range []struct {
+		op     corev1.NodeSelectorOperator
+		values []string
+		and    *Requirement
+		want   string
+		ok     bool
+	}{
+		{corev1.NodeSelectorOpIn, []string{"b", "a"}, nil, "a", true},
+		{corev1.NodeSelectorOpExists, nil, nil, "0", true},
+		{corev1.NodeSelectorOpGt, []string{"5"}, nil, "6", true},
+		{v1.NodeSelectorOpGte, []string{"5"}, nil, "5", true},
+		{corev1.NodeSelectorOpLt, []string{"3"}, nil, "0", true},
+		{corev1.NodeSelectorOpLt, []string{"-3"}, nil, "-4", true},
+		{corev1.NodeSelectorOpGt, []string{"-10"}, nil, "0", true},
+		{corev1.NodeSelectorOpExists, nil, ptrTo(must(t, corev1.NodeSelectorOpNotIn, "0", "1")), "2", true},
+		{corev1.NodeSelectorOpNotIn, []string{"a"}, nil, "", false},
+		{corev1.NodeSelectorOpDoesNotExist, nil, nil, "", false},
+		{corev1.NodeSelectorOpGt, []string{"5"}, ptrTo(must(t, corev1.NodeSelectorOpLt, "6")), "", false},
+	} {
+		r := must(t, tc.op, tc.values...)
+		if tc.and != nil {
+			r = r.Intersect(*tc.and)
+		}
+		got, ok := r.Sample()
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s %v (and %v): Sample = %q, %v; want %q, %v", tc.op, tc.values, tc.and, got, ok, tc.want, tc.ok)
+		}
+		if ok && !r.Has(got) {
+			t.Errorf("%s %v: sample %q does not satisfy the requirement", tc.op, tc.values, got)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

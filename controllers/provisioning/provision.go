@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -13,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/requirements"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -61,13 +64,18 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		}
 	}
 	plans, blocked := s.Admit(result.NewNodeClaims)
+	var catalogs [][]*catalog.InstanceType
+	for _, pi := range s.Input.NodePools {
+		catalogs = append(catalogs, pi.InstanceTypes)
+	}
+	known := requirements.Known(catalogs...) // as the solver reads them
 	batch := fmt.Sprintf("%d", start.UnixNano())
 	errs := make([]error, len(plans))
 	var g errgroup.Group // not WithContext: one failed create must not cancel the others
 	g.SetLimit(launchParallelism)
 	for i := range plans {
 		g.Go(func() error {
-			errs[i] = p.launch(ctx, s.NodePools[plans[i].NodePool], &plans[i], batch)
+			errs[i] = p.launch(ctx, s.NodePools[plans[i].NodePool], &plans[i], batch, known)
 			return nil
 		})
 	}
@@ -95,11 +103,11 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 const launchParallelism = 16
 
 // launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
-func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string) error {
+func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string, known requirements.KnownKeys) error {
 	if !p.launchGate.mayCreate(np.Name) {
 		return nil // the pool is backing off: its pods are planned again when the hold ends
 	}
-	nc := nodeClaimFor(np, plan)
+	nc := nodeClaimFor(np, plan, known)
 	nc.Labels[v1.ProvisioningBatchLabelKey] = batch
 	err := p.kube.Create(ctx, nc)
 	p.launchGate.observe(np.Name, err)
@@ -121,10 +129,13 @@ func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.
 	return nil
 }
 
-// nodeClaimFor builds the NodeClaim for a plan from its pool's template.
-func nodeClaimFor(np *v1.NodePool, plan *solver.NodeClaimPlan) *v1.NodeClaim {
+// nodeClaimFor builds the NodeClaim for a plan from its pool's template. Its labels, which the node
+// gets, are the template labels and a value for each key only the pool's requirements define
+// (requirementLabels).
+func nodeClaimFor(np *v1.NodePool, plan *solver.NodeClaimPlan, known requirements.KnownKeys) *v1.NodeClaim {
 	tmpl := np.Spec.Template
-	labels := map[string]string{v1.NodePoolLabelKey: np.Name}
+	labels := requirementLabels(plan.Requirements, known)
+	labels[v1.NodePoolLabelKey] = np.Name
 	for k, v := range tmpl.Labels {
 		labels[k] = v
 	}
@@ -166,6 +177,48 @@ func withNodePoolHash(m map[string]string, np *v1.NodePool) map[string]string {
 	m[v1.NodePoolHashAnnotationKey] = np.Hash()
 	m[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
 	return m
+}
+
+// requirementLabels are the labels a NodeClaim takes from its requirements, as Karpenter's do: for
+// each key no instance type defines (known) and outside the restricted kubernetes.io, k8s.io and
+// karpenter.sh domains, the value requirements.Sample settles on, if the requirements demand the
+// label (In, Exists, Gt, Lt, Gte, Lte). Without it a pod selecting the pool's own label is planned
+// onto a node the kube-scheduler then finds without it.
+func requirementLabels(reqs []v1.NodeSelectorRequirementWithMinValues, known requirements.KnownKeys) map[string]string {
+	labels := map[string]string{}
+	set, err := requirements.FromAPI(reqs)
+	if err != nil {
+		return labels // the solver wrote them; they parse
+	}
+	for _, kr := range set {
+		if known[kr.Key] || restrictedLabel(kr.Key) {
+			continue
+		}
+		if v, ok := kr.Sample(); ok {
+			labels[kr.Key] = v
+		}
+	}
+	return labels
+}
+
+// restrictedLabel reports whether key lies in a domain whose labels only the kubelet, the cloud
+// provider or Karpenter itself set (Karpenter's restricted label domains and their exceptions).
+func restrictedLabel(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, allowed := range []string{"node.kubernetes.io", "node-restriction.kubernetes.io", "kops.k8s.io"} {
+		if domain == allowed || strings.HasSuffix(domain, "."+allowed) {
+			return false
+		}
+	}
+	for _, restricted := range []string{"kubernetes.io", "k8s.io", "karpenter.sh"} {
+		if domain == restricted || strings.HasSuffix(domain, "."+restricted) {
+			return true
+		}
+	}
+	return false
 }
 
 func copyMap(m map[string]string) map[string]string {

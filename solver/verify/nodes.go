@@ -96,6 +96,19 @@ func (v *verifier) plannedLabels(pool *v1.NodePool, it *catalog.InstanceType, o 
 			l[r.Key] = r.Values[0]
 		}
 	}
+	// A pool's own key the requirements demand without naming a value (Exists, Gt, Lt, Gte, Lte) gets
+	// the smallest integer at or above zero, or else below it, that satisfies all of them.
+	for _, r := range reqs {
+		if _, set := l[r.Key]; set || v.catalogKeys()[r.Key] || restrictedDomain(r.Key) {
+			continue
+		}
+		switch r.Operator {
+		case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, v1.NodeSelectorOpGte, v1.NodeSelectorOpLte:
+			if x, ok := integerLabel(r.Key, reqs); ok {
+				l[r.Key] = x
+			}
+		}
+	}
 	return l
 }
 
