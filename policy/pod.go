@@ -14,6 +14,7 @@ import (
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/podkind"
 	"github.com/joist-dev/joist/requirements"
 )
 
@@ -174,9 +175,7 @@ func placedElsewhere(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" {
 		return true
 	}
-	return slices.ContainsFunc(pod.OwnerReferences, func(o metav1.OwnerReference) bool {
-		return o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller
-	})
+	return podkind.IsDaemonSet(pod)
 }
 
 func nodePoolExpression(pools []string) corev1.NodeSelectorRequirement {

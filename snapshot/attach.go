@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/joist-dev/joist/podkind"
 )
 
 // Volume attach limits. A node attaches at most so many volumes of each CSI driver (an EBS-backed
@@ -72,7 +74,7 @@ func volumeDrivers(pods []*corev1.Pod, x *volumeIndex) map[string]string {
 	out := map[string]string{}
 	seen := map[string]bool{}
 	for _, pod := range pods {
-		if pod == nil || Finished(pod) {
+		if pod == nil || podkind.IsFinished(pod) {
 			continue
 		}
 		claimKeys(pod, func(key string) {

@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joist-dev/joist/podkind"
 )
 
 // Provisionable reports whether Joist should find capacity for the pod: unbound, not finished, not
@@ -13,31 +15,10 @@ func Provisionable(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() || len(pod.Spec.SchedulingGates) > 0 {
 		return false
 	}
-	if Finished(pod) || IsDaemonSetPod(pod) || isMirrorPod(pod) {
+	if podkind.IsFinished(pod) || podkind.IsDaemonSet(pod) || podkind.IsMirror(pod) {
 		return false
 	}
 	return scheduledCondition(pod) == nil || MarkedUnschedulable(pod)
-}
-
-// Finished reports whether the pod has terminated (Succeeded or Failed) and holds no capacity.
-func Finished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
-
-// IsDaemonSetPod reports whether a DaemonSet controls the pod: it runs on every node it selects,
-// so it never needs a node of its own and never blocks a node's removal.
-func IsDaemonSetPod(pod *corev1.Pod) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
-}
-
-func isMirrorPod(pod *corev1.Pod) bool {
-	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
-	return ok
 }
 
 // scheduledCondition returns the pod's PodScheduled condition, or nil before the kube-scheduler

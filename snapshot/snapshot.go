@@ -22,6 +22,7 @@ import (
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/podkind"
 	"github.com/joist-dev/joist/policy"
 	"github.com/joist-dev/joist/solver"
 )
@@ -56,9 +57,10 @@ type Options struct {
 	// claim's on EC2), or the claim of that name before its Node registers. (live holds the live
 	// claims' names). nil means no pod is nominated: every provisionable pod is pending.
 	Nomination func(pod *corev1.Pod, nominated string, live map[string]bool) (claim string, ok bool)
-	// OwnNomination reports whether Joist wrote the pod's status.nominatedNodeName. Any other
-	// nomination of an existing node is the kube-scheduler's (preemption) and launches no node. nil
-	// means Joist wrote none.
+	// OwnNomination reports whether Joist remembers writing the pod's status.nominatedNodeName.
+	// Without that memory (after a restart, in `joist simulate`) the field's manager tells
+	// (NominatedByJoist). Any other nomination of an existing node is the kube-scheduler's
+	// (preemption) and launches no node. nil means Joist remembers none.
 	OwnNomination func(pod *corev1.Pod) bool
 }
 
@@ -141,7 +143,7 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 		switch {
 		case pod == nil:
 		case pod.Spec.NodeName != "":
-			if !Finished(pod) {
+			if !podkind.IsFinished(pod) {
 				podsByNode[pod.Spec.NodeName] = append(podsByNode[pod.Spec.NodeName], pod)
 			}
 		case !Provisionable(pod):

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/joist-dev/joist/controllers/indexes"
-	"github.com/joist-dev/joist/snapshot"
+	"github.com/joist-dev/joist/podkind"
 )
 
 // +kubebuilder:rbac:groups=apps,resources=deployments;replicasets;statefulsets,verbs=get;list;watch
@@ -55,7 +55,7 @@ func (p *Provisioner) workloadsComplete(ctx context.Context, workloads []workloa
 		}
 		live := int32(0)
 		for i := range pods.Items {
-			if pod := &pods.Items[i]; pod.DeletionTimestamp.IsZero() && !snapshot.Finished(pod) {
+			if pod := &pods.Items[i]; pod.DeletionTimestamp.IsZero() && !podkind.IsFinished(pod) {
 				live++
 			}
 		}
