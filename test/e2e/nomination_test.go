@@ -65,7 +65,7 @@ func TestStaleJoistNominationAfterRestart(t *testing.T) {
 	if running[0].Spec.NodeName == nodeName {
 		t.Errorf("late pod ran on the full node %s", nodeName)
 	}
-	if n := len(s.claims()); n != 2 {
-		t.Errorf("%d nodeclaims, want 2 (one more for the late pod)\n%s", n, s.describeClaims())
+	if n := len(s.claims()); n < 2 {
+		t.Errorf("%d nodeclaims, want a second one launched for the late pod\n%s", n, s.describeClaims())
 	}
 }
