@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,10 +43,13 @@ func TestStaleJoistNominationAfterRestart(t *testing.T) {
 
 	// Too big for the node's free room, small enough for a bigger type.
 	cpu := node.Status.Allocatable.Cpu().DeepCopy()
+	// Pods take their preemption policy from their PriorityClass (admission refuses setting it).
+	never := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "no-preemption"}, Value: 0,
+		PreemptionPolicy: ptr.To(corev1.PreemptNever)}
 	late := deployment("late", 1, cpu.String(), "1Gi", func(spec *corev1.PodSpec) {
-		spec.PreemptionPolicy = ptr.To(corev1.PreemptNever)
+		spec.PriorityClassName = never.Name
 	})
-	s.create(ctx, late)
+	s.create(ctx, never, late)
 	var pod corev1.Pod
 	s.eventually(ctx, "late pod marked unschedulable", func(ctx context.Context) (bool, error) {
 		pods := &corev1.PodList{}
