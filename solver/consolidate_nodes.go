@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/podkind"
 )
 
 // planner holds the consolidation search state: the candidates in rank order and the budgets left.
@@ -139,27 +140,12 @@ func nodePrice(n *ExistingNode, pool *NodePoolInput) (float64, bool) {
 func movablePods(pods []*corev1.Pod) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, pod := range pods {
-		if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-			continue
-		}
-		if ownedByDaemonSet(pod) {
+		if pod == nil || podkind.IsFinished(pod) || podkind.IsMirror(pod) || podkind.IsDaemonSet(pod) {
 			continue
 		}
 		out = append(out, pod)
 	}
 	return out
-}
-
-func ownedByDaemonSet(pod *corev1.Pod) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
 }
 
 // utilization is the larger of the cpu and memory shares of alloc the pods request.
@@ -304,7 +290,7 @@ const boundDirections = 16
 func requestVec(pods []*corev1.Pod) [2]float64 {
 	var out [2]float64
 	for _, pod := range pods {
-		if pod == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if pod == nil || podkind.IsFinished(pod) {
 			continue
 		}
 		for _, c := range pod.Spec.Containers {

@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/podkind"
 	"github.com/joist-dev/joist/requirements"
 )
 
@@ -379,6 +380,4 @@ func (s *solver) buildExisting() {
 }
 
 // finished reports whether a pod has terminated: it holds no capacity and counts for no topology.
-func finished(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
+func finished(p *corev1.Pod) bool { return podkind.IsFinished(p) }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/podkind"
 	"github.com/joist-dev/joist/policy"
 )
 
@@ -112,18 +113,7 @@ func protected(annotations map[string]string, created, now time.Time) bool {
 
 // movable: the pod must be evicted for the node to go (not a DaemonSet, static or finished pod).
 func movable(p *corev1.Pod) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if _, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-		return false
-	}
-	for _, ref := range p.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return false
-		}
-	}
-	return true
+	return !podkind.IsFinished(p) && !podkind.IsMirror(p) && !podkind.IsDaemonSet(p)
 }
 
 // lastPodEvent tracks when the node's set of pods last changed: in memory between loops, from the

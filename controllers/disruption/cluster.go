@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/podkind"
 )
 
 // cluster is one read of what the disruption methods look at.
@@ -69,7 +70,7 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 			}
 			continue
 		}
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if podkind.IsFinished(p) {
 			continue
 		}
 		cl.podsByNode[p.Spec.NodeName] = append(cl.podsByNode[p.Spec.NodeName], p)

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/podkind"
 	"github.com/joist-dev/joist/policy"
 )
 
@@ -25,7 +26,7 @@ const stuckAfter = time.Minute
 // critical pods and DaemonSets (logging, networking) outlive the workloads that need them.
 func wave(p *corev1.Pod) int {
 	w := 0
-	if daemon(p) {
+	if podkind.IsDaemonSet(p) {
 		w = 1
 	}
 	if p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
@@ -151,10 +152,7 @@ func (c *Controller) volumesAttached(ctx context.Context, node *corev1.Node, dea
 // finished pods and pods that tolerate the disrupted taint (they would only come back) stay.
 // DaemonSet pods leave in the later waves.
 func drainable(pod *corev1.Pod) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+	if podkind.IsFinished(pod) || podkind.IsMirror(pod) {
 		return false
 	}
 	for _, t := range pod.Spec.Tolerations {
@@ -176,13 +174,4 @@ func tolerates(t corev1.Toleration, taint corev1.Taint) bool {
 		return false
 	}
 	return t.Operator == corev1.TolerationOpExists || t.Value == taint.Value
-}
-
-func daemon(pod *corev1.Pod) bool {
-	for _, ref := range pod.OwnerReferences {
-		if ref.Kind == "DaemonSet" && ref.Controller != nil && *ref.Controller {
-			return true
-		}
-	}
-	return false
 }
