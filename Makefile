@@ -101,13 +101,17 @@ docker-push: ## Push the manager image (needs a Docker engine).
 
 ##@ Deployment
 
+# The kustomize directory `make deploy` installs: config/default (patch in the cloud provider, e.g.
+# docs/aws.md) or config/kwok (the KWOK provider, with its permission to create Nodes).
+DEPLOY_DIR ?= config/default
+
 .PHONY: deploy
-deploy: manifests ## Install Joist into the cluster in $KUBECONFIG with kustomize (needs cert-manager; see README).
-	$(KUBECTL) apply --server-side -k config/default
+deploy: manifests ## Install Joist into the cluster in $KUBECONFIG with kustomize (needs cert-manager; DEPLOY_DIR=config/kwok for KWOK; see README).
+	$(KUBECTL) apply --server-side -k $(DEPLOY_DIR)
 
 .PHONY: undeploy
 undeploy: ## Remove what `make deploy` installed (CRDs included: their objects go too).
-	$(KUBECTL) delete --ignore-not-found -k config/default
+	$(KUBECTL) delete --ignore-not-found -k $(DEPLOY_DIR)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/manifests; validated by test/deploy.

@@ -64,7 +64,9 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, nominations *sta
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;create;update;patch;delete
+// Creating Nodes is the KWOK provider's alone (it writes the simulated Node); its ClusterRole is in
+// config/components/kwok, so installs on a real cloud never grant nodes/create.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

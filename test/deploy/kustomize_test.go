@@ -169,10 +169,15 @@ func TestManagerDeployment(t *testing.T) {
 
 func toString(v any) string { return strings.ReplaceAll(fmtAny(v), "\n", " ") }
 
-// TestRBACAudit fails when a role of config/default grants a wildcard verb, resource or group, or
-// cluster-wide read of Secrets.
+// TestRBACAudit fails when a role of config/default grants a wildcard verb, resource or group,
+// cluster-wide read of Secrets, or creating Nodes (only the KWOK provider writes Nodes; config/kwok
+// grants it on its own — see TestKWOKOverlay). The OLM inputs and bundle are audited for Node
+// creation in TestNoInstallButKWOKCreatesNodes.
 func TestRBACAudit(t *testing.T) {
 	r := renderDefault(t)
+	if granted := nodeCreateGrants(t, r.objs); len(granted) > 0 {
+		t.Errorf("config/default grants creating Nodes through %v: only config/kwok may", granted)
+	}
 	roles := 0
 	for _, o := range r.objs {
 		var rules []rbacv1.PolicyRule
