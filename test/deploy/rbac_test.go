@@ -97,7 +97,9 @@ func TestNoInstallButKWOKCreatesNodes(t *testing.T) {
 // its binding to the manager's ServiceAccount, and it selects --cloud-provider=kwok.
 func TestKWOKOverlay(t *testing.T) {
 	base, kwok := renderDefault(t), rendered{objs: render(t, "kwok")}
-	key := func(o *unstructured.Unstructured) string { return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName() }
+	key := func(o *unstructured.Unstructured) string {
+		return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+	}
 	inBase := map[string]bool{}
 	for _, o := range base.objs {
 		inBase[key(o)] = true
