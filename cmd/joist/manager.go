@@ -143,6 +143,11 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
+	if cloud.Name() == "kwok" {
+		if err := checkNodeCreate(ctx, mgr.GetClient()); err != nil {
+			return err
+		}
+	}
 	cloud = cpmetrics.Decorate(cloud)
 	if r, ok := cloudprovider.As[manager.Runnable](cloud); ok { // a provider's own background work (kwok: registering booting instances)
 		if err := mgr.Add(r); err != nil {
