@@ -34,7 +34,7 @@ func TestCloudFaults(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := newStack(t, "--kwok-error-rate=0.3", "--kwok-delete-error-rate=0.3", "--kwok-latency-spike-rate=0.05",
-		"--kwok-latency-spike="+spike.String(), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
+		"--kwok-latency-spike="+spike.String(), fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false")
 	s.setUp(ctx, time.Second)
 	s.onlyCPU(ctx, "8") // many small nodes: tens of creates and terminations
 	s.start()

@@ -37,7 +37,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	s := newStack(t, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port))
+	s := newStack(t, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false")
 	s.setUp(ctx, 0)
 	// Only 2-cpu types: five 350m pods fill one, so the cluster grows to pods/5 nodes.
 	s.onlyCPU(ctx, "2")
