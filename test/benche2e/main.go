@@ -25,6 +25,7 @@ func main() {
 	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
 	flag.BoolVar(&requestStats, "request-stats", false, "Also print the apiserver's request counts by verb and resource.")
 	flag.BoolVar(&preprovisioned, "preprovisioned", false, "Floor mode: register the solver's planned nodes first and run no manager; times are what the stack itself needs.")
+	flag.BoolVar(&scaleDown, "scale-down", false, "Consolidation mode: build the 1,000-pod cluster, scale it to 300 pods, time until the consolidated state and compare its $/h with the solver's plan for the 300 pods from scratch.")
 	flag.Parse()
 	env.DiscardLogs()
 	root, err := env.RepoRoot()
@@ -35,6 +36,10 @@ func main() {
 	// kube-apiserver; they are not children that die with this process.
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if scaleDown {
+		runScaleDowns(sigCtx, filepath.Join(root, *joist), *runs, *timeout)
+		return
+	}
 	var results []result
 	for i := 0; i < *runs; i++ {
 		ctx, cancel := context.WithTimeout(sigCtx, *timeout)

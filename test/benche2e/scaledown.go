@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/test/env"
+)
+
+// scaleDown selects the consolidation mode: the 1,000-pod cluster is built, then every Deployment is
+// scaled to 30% (300 pods) and the time until Joist reaches a consolidated state is measured, with
+// its $/h against the solver's plan for the same 300 pods from scratch.
+var scaleDown bool
+
+// scaleDownQuiet is how long the cluster must stay unchanged (no NodeClaim created or deleted, no
+// node tainted for disruption, all 300 pods Running) to count as consolidated. The reported time is
+// that of the last change, not the end of the quiet window.
+const scaleDownQuiet = 90 * time.Second
+
+type scaleDownResult struct {
+	upRunning              time.Duration
+	nodesBefore            int
+	costBefore             float64
+	consolidated           time.Duration
+	nodesAfter             int
+	costAfter              float64
+	launched, deleted      int
+	planNodes              int
+	planCost               float64
+	peakRSSMiB, cpuSeconds float64
+}
+
+func (r scaleDownResult) String() string {
+	return fmt.Sprintf("1000 Running %.1fs on %d nodes $%.3f/h; scaled to 300 → consolidated after %.1fs: %d nodes $%.3f/h (%d NodeClaims launched, %d deleted); plan for 300 from scratch: %d nodes $%.3f/h (ratio %.3f); manager peak RSS %.0f MiB, %.1f CPU-s",
+		r.upRunning.Seconds(), r.nodesBefore, r.costBefore, r.consolidated.Seconds(), r.nodesAfter, r.costAfter,
+		r.launched, r.deleted, r.planNodes, r.planCost, r.costAfter/r.planCost, r.peakRSSMiB, r.cpuSeconds)
+}
+
+func runScaleDowns(ctx context.Context, joist string, runs int, timeout time.Duration) {
+	var rs []scaleDownResult
+	for i := 0; i < runs; i++ {
+		r, err := runScaleDown(ctx, joist, timeout)
+		if err != nil {
+			fail(fmt.Errorf("scale-down run %d: %w", i+1, err))
+		}
+		fmt.Printf("run %d: %s\n", i+1, r)
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].consolidated < rs[j].consolidated })
+	fmt.Printf("median of %d (by time to consolidated): %s\n", len(rs), rs[len(rs)/2])
+}
+
+// runScaleDown builds make bench-e2e's cluster (timeout for 1,000 Running), scales it to 300 pods and
+// waits up to 5×timeout for the consolidated state.
+func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (scaleDownResult, error) {
+	var r scaleDownResult
+	e, err := env.Start(env.Options{Scheduler: true, ControllerManager: true, KWOK: true})
+	if err != nil {
+		return r, err
+	}
+	defer func() { _ = e.Stop() }()
+	e.Config.QPS, e.Config.Burst = 1000, 2000
+	kube, err := client.New(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		return r, err
+	}
+	cmd, stop, err := startBenchManager(e, joist)
+	if err != nil {
+		return r, err
+	}
+	defer stop()
+
+	np := nodePool()
+	np.Spec.Disruption = v1.Disruption{
+		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
+		Budgets:             []v1.Budget{{Nodes: "10%"}},
+	}
+	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: kwokv1alpha1.KWOKNodeClassSpec{ImageID: "kwok-image-v1"}}); err != nil {
+		return r, err
+	}
+	if err := kube.Create(ctx, np.DeepCopy()); err != nil {
+		return r, err
+	}
+	deploys := deployments()
+	upCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	for _, d := range deploys {
+		if err := kube.Create(upCtx, d); err != nil {
+			return r, err
+		}
+	}
+	if err := waitFor(upCtx, func() (bool, error) {
+		s, err := observe(upCtx, kube)
+		return err == nil && s.running == 1000, err
+	}); err != nil {
+		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
+	}
+	r.upRunning = time.Since(start)
+	before, err := observe(ctx, kube)
+	if err != nil {
+		return r, err
+	}
+	r.nodesBefore, r.costBefore = len(before.claims), before.cost
+
+	var down []*appsv1.Deployment
+	for _, d := range deploys {
+		scaled := d.DeepCopy()
+		scaled.Spec.Replicas = ptr.To(*d.Spec.Replicas * 3 / 10)
+		down = append(down, scaled)
+		got := &appsv1.Deployment{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(d), got); err != nil {
+			return r, err
+		}
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Spec.Replicas = scaled.Spec.Replicas
+		if err := kube.Patch(ctx, got, patch); err != nil {
+			return r, fmt.Errorf("scaling %s: %w", d.Name, err)
+		}
+	}
+	plan := solver.Solve(solver.Input{Pods: expand(down), NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
+	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
+
+	downStart := time.Now()
+	downCtx, cancelDown := context.WithTimeout(ctx, 5*timeout)
+	defer cancelDown()
+	seen := map[string]bool{}
+	for name := range before.claims {
+		seen[name] = true
+	}
+	var last clusterState
+	lastChange := downStart
+	for {
+		s, err := observe(downCtx, kube)
+		if err != nil {
+			return r, fmt.Errorf("waiting for the consolidated state: %w", err)
+		}
+		for name := range s.claims {
+			if !seen[name] {
+				seen[name] = true
+				r.launched++
+			}
+		}
+		if s.key() != last.key() {
+			last, lastChange = s, time.Now()
+		}
+		if s.running == 300 && s.pending == 0 && s.disrupting == 0 && time.Since(lastChange) >= scaleDownQuiet {
+			break
+		}
+		select {
+		case <-downCtx.Done():
+			return r, fmt.Errorf("no consolidated state after %s (last: %d nodes, %d running, %d disrupting): %w",
+				5*timeout, len(s.claims), s.running, s.disrupting, downCtx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	r.consolidated = lastChange.Sub(downStart)
+	r.nodesAfter, r.costAfter = len(last.claims), last.cost
+	r.deleted = r.nodesBefore + r.launched - r.nodesAfter
+	r.peakRSSMiB, r.cpuSeconds, err = procStats(cmd.Process.Pid)
+	return r, err
+}
+
+// clusterState is what the scale-down mode watches: NodeClaims with their prices, pods, and nodes
+// carrying the disruption taint.
+type clusterState struct {
+	claims                       map[string]float64
+	cost                         float64
+	running, pending, disrupting int
+}
+
+// key changes whenever a NodeClaim comes or goes, a pod changes state or a node is (un)tainted.
+func (s clusterState) key() string {
+	names := make([]string, 0, len(s.claims))
+	for n := range s.claims {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("%d/%d/%d/%s", s.running, s.pending, s.disrupting, strings.Join(names, ","))
+}
+
+func observe(ctx context.Context, kube client.Client) (clusterState, error) {
+	s := clusterState{claims: map[string]float64{}}
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(ctx, claims); err != nil {
+		return s, err
+	}
+	its := catalog.Default()
+	for _, nc := range claims.Items {
+		p, _ := catalog.OfferingPrice(its, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+		s.claims[nc.Name] = p
+		s.cost += p
+	}
+	pods := &corev1.PodList{}
+	if err := kube.List(ctx, pods, client.InNamespace("default")); err != nil {
+		return s, err
+	}
+	for _, p := range pods.Items {
+		switch {
+		case !p.DeletionTimestamp.IsZero():
+		case p.Status.Phase == corev1.PodRunning:
+			s.running++
+		case p.Spec.NodeName == "":
+			s.pending++
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := kube.List(ctx, nodes); err != nil {
+		return s, err
+	}
+	for _, n := range nodes.Items {
+		for _, t := range n.Spec.Taints {
+			if t.Key == v1.DisruptedTaintKey {
+				s.disrupting++
+			}
+		}
+	}
+	return s, nil
+}
+
+// startBenchManager starts the joist manager as run.go does (no webhooks, logs in the env's log dir).
+func startBenchManager(e *env.Env, joist string) (*exec.Cmd, func(), error) {
+	args := append([]string{"--leader-elect=false", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, managerArgs...)
+	cmd := exec.Command(joist, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)
+	logFile, err := os.Create(filepath.Join(e.LogDir, "joist.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, nil, fmt.Errorf("starting %s: %w", joist, err)
+	}
+	return cmd, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logFile.Close() }, nil
+}
