@@ -122,6 +122,8 @@ type snapshot struct {
 	pending, running int
 	claims           map[string]int // "type zone capacity-type" → count
 	nodes, ready     int
+	// disrupting counts nodes carrying the karpenter.sh/disrupted taint: a command is in flight.
+	disrupting int
 	costPerHour      float64
 	// oldImage counts launched claims not on the NodeClass image the demo switched to.
 	oldImage int
@@ -139,6 +141,17 @@ func (d *demo) snapshot(ctx context.Context) (snapshot, error) {
 			s.running++
 		case p.Spec.NodeName == "" && p.DeletionTimestamp.IsZero():
 			s.pending++
+		}
+	}
+	nodes := &corev1.NodeList{}
+	if err := d.env.Client.List(ctx, nodes); err != nil {
+		return s, err
+	}
+	for _, n := range nodes.Items {
+		for _, t := range n.Spec.Taints {
+			if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+				s.disrupting++
+			}
 		}
 	}
 	claims := &v1.NodeClaimList{}
@@ -201,7 +214,11 @@ func (d *demo) watchUntil(ctx context.Context, timeout time.Duration, done func(
 
 func render(s snapshot) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "    pods: %d pending, %d running | nodeclaims: %d (%d ready) | $%.4f/hour\n", s.pending, s.running, s.nodes, s.ready, s.costPerHour)
+	disrupting := ""
+	if s.disrupting > 0 {
+		disrupting = fmt.Sprintf(", %d being disrupted", s.disrupting)
+	}
+	fmt.Fprintf(&b, "    pods: %d pending, %d running | nodeclaims: %d (%d ready%s) | $%.4f/hour\n", s.pending, s.running, s.nodes, s.ready, disrupting, s.costPerHour)
 	keys := make([]string, 0, len(s.claims))
 	for k := range s.claims {
 		keys = append(keys, k)

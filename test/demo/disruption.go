@@ -31,7 +31,12 @@ func (d *demo) consolidate(ctx context.Context, replicas map[string]int32, want 
 		return err
 	}
 	say("scaled down to %d pods on %d nodes at $%.4f/h; the pool is now WhenEmptyOrUnderutilized: Joist plans the whole cluster and repacks it within the budget (10%% of nodes at a time)", want, before.nodes, before.costPerHour)
-	if err := d.watchUntil(ctx, 5*time.Minute, settled(30*time.Second, func(s snapshot) bool { return s.running == want && s.pending == 0 })); err != nil {
+	// The loop acts once consolidateAfter (10s in the sample) has passed since a node's last pod event
+	// and polls every 10s, and each command waits for its replacements and re-validates: a quiet spell
+	// shorter than that would call the cluster consolidated before the first command starts.
+	if err := d.watchUntil(ctx, 5*time.Minute, settled(consolidationQuiet, func(s snapshot) bool {
+		return s.running == want && s.pending == 0 && s.disrupting == 0
+	})); err != nil {
 		return err
 	}
 	after, err := d.snapshot(ctx)
@@ -62,6 +67,10 @@ func (d *demo) driftRoll(ctx context.Context, want int) error {
 	}
 	return err
 }
+
+// consolidationQuiet is how long the cluster must stay unchanged, with no node being disrupted, to
+// count as consolidated.
+const consolidationQuiet = 60 * time.Second
 
 // settled holds once ok has held and the view has not changed for quiet.
 func settled(quiet time.Duration, ok func(snapshot) bool) func(snapshot) bool {
