@@ -123,8 +123,8 @@ type snapshot struct {
 	claims           map[string]int // "type zone capacity-type" → count
 	nodes, ready     int
 	// disrupting counts nodes carrying the karpenter.sh/disrupted taint: a command is in flight.
-	disrupting int
-	costPerHour      float64
+	disrupting  int
+	costPerHour float64
 	// oldImage counts launched claims not on the NodeClass image the demo switched to.
 	oldImage int
 }
