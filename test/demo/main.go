@@ -88,12 +88,21 @@ func run(ctx context.Context, o options) error {
 	down := map[string]int32{"batch": 0, "cache": 0, "web": 20}
 	const remaining = 60 // web 20 + api 40
 	if err := d.consolidate(ctx, down, remaining); err != nil {
-		return err
+		return endedOr(ctx, err)
 	}
 	if err := d.driftRoll(ctx, remaining); err != nil {
-		return err
+		return endedOr(ctx, err)
 	}
 	return d.watchUntil(ctx, 0, nil)
+}
+
+// endedOr drops err when --duration or Ctrl-C ended the demo mid-step (the step's calls then fail with
+// the context's error): that is a clean stop, not a failure.
+func endedOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 func say(format string, args ...interface{}) {
