@@ -52,25 +52,10 @@ func (s *solver) assignmentBound(w []float64) float64 {
 		return 0
 	}
 	rows := demandRows(groups, s.d.n())
-	colIdx := map[[3]int]int{}
-	var cols []*asgCol
-	for _, g := range groups {
-		s.eachUsable(g, nil, func(p *pool, t *itype, zm, cm uint64) {
-			pr, oi := t.price(zm, cm)
-			if oi < 0 {
-				return
-			}
-			key := [3]int{p.idx, t.idx, oi}
-			if _, ok := colIdx[key]; !ok {
-				colIdx[key] = len(cols)
-				cols = append(cols, &asgCol{p: p, t: t, offer: oi, price: pr, usable: newBitset(len(groups)), dom: -1})
-			}
-		})
-	}
+	cols, colIdx := s.assignmentColumns(groups, nil)
 	if len(cols) == 0 {
 		return 0
 	}
-	markUsable(s, groups, cols, colIdx, nil)
 	kept := pruneDominated(cols, rows)
 	lpCols := shortlist(groups, cols, kept, rows)
 	if len(lpCols) > 400 {

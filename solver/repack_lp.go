@@ -141,10 +141,22 @@ func groupsKey(p *pool, groups []*asgGroup, rank map[*class]int) string {
 // solveLPPack builds and solves the assignment LP over groups, within pool p.
 func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
 	rows := demandRows(groups, s.d.n())
-	colIdx := map[[3]int]int{}
-	var cols []*asgCol
+	cols, _ := s.assignmentColumns(groups, p)
+	kept := pruneDominated(cols, rows)
+	lpCols := shortlist(groups, cols, kept, rows)
+	if len(lpCols) == 0 || len(lpCols) > 400 {
+		return &lpPlan{}
+	}
+	return &lpPlan{cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}
+}
+
+// assignmentColumns are the assignment LP's columns: one per (pool, instance type, cheapest offering)
+// some group may use, within pool only (nil: every pool), each marked with the groups that may use it;
+// colIdx finds a column by that key.
+func (s *solver) assignmentColumns(groups []*asgGroup, only *pool) (cols []*asgCol, colIdx map[[3]int]int) {
+	colIdx = map[[3]int]int{}
 	for _, g := range groups {
-		s.eachUsable(g, p, func(p *pool, t *itype, zm, cm uint64) {
+		s.eachUsable(g, only, func(p *pool, t *itype, zm, cm uint64) {
 			pr, oi := t.price(zm, cm)
 			if oi < 0 {
 				return
@@ -156,13 +168,10 @@ func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
 			}
 		})
 	}
-	markUsable(s, groups, cols, colIdx, p)
-	kept := pruneDominated(cols, rows)
-	lpCols := shortlist(groups, cols, kept, rows)
-	if len(lpCols) == 0 || len(lpCols) > 400 {
-		return &lpPlan{}
+	if len(cols) > 0 {
+		markUsable(s, groups, cols, colIdx, only)
 	}
-	return &lpPlan{cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}
+	return cols, colIdx
 }
 
 // fullEnough reports whether used fills alloc to share on some requested resource.
