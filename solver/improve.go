@@ -225,36 +225,13 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	// Pods by class, for the balancing fill (only without host ports).
 	var byClass [][]int
 	if len(n.ports) == 0 {
-		idx := map[*class]int{}
-		for _, i := range order {
-			c := n.cls[i]
-			k, ok := idx[c]
-			if !ok {
-				k = len(byClass)
-				idx[c] = k
-				byClass = append(byClass, nil)
-			}
-			byClass[k] = append(byClass[k], i)
-		}
+		byClass = byClassIn(n, order)
 	}
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
 		t := p.types[cheaper[ti]]
-		for variant := 0; variant < 2; variant++ {
-			var inA []bool
-			var usedA, usedB resVec
-			var countA int
-			if variant == 0 {
-				inA, usedA, usedB, countA = s.fillShare(n, order, t.alloc)
-			} else if len(byClass) > 1 {
-				inA, usedA, usedB, countA = s.fillBalanced(n, byClass, t.alloc)
-			} else {
-				break
-			}
-			if countA == 0 || countA == len(n.pods) {
-				continue
-			}
-			ca, ai := s.nodeCost(n, compat, usedA)
-			cb, bi := s.nodeCost(n, compat, usedB)
+		for _, sp := range s.splits(n, order, byClass, t.alloc) {
+			ca, ai := s.nodeCost(n, compat, sp.usedA)
+			cb, bi := s.nodeCost(n, compat, sp.usedB)
 			if ai < 0 || bi < 0 {
 				continue
 			}
@@ -262,7 +239,7 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 				continue
 			}
 			if ca+cb < bestCost {
-				bestCost, bestA, bestUsedA, bestUsedB = ca+cb, inA, usedA, usedB
+				bestCost, bestA, bestUsedA, bestUsedB = ca+cb, sp.inA, sp.usedA, sp.usedB
 			}
 		}
 	}
@@ -326,6 +303,47 @@ func (s *solver) applySplit(n *node, inA []bool, usedA, usedB resVec, optsA, opt
 	s.nodes = append(s.nodes, b)
 	s.open = append(s.open, b)
 	return true
+}
+
+// split is one way to divide a node's pods between two nodes: inA marks the first node's pods.
+type split struct {
+	inA          []bool
+	usedA, usedB resVec
+}
+
+// splits are the ways of dividing n's pods so that the first part fits alloc: largest share first
+// (order), and balanced across classes when there are several (byClass); each leaves both parts
+// non-empty.
+func (s *solver) splits(n *node, order []int, byClass [][]int, alloc resVec) []split {
+	var out []split
+	add := func(inA []bool, usedA, usedB resVec, countA int) {
+		if countA > 0 && countA < len(n.pods) {
+			out = append(out, split{inA: inA, usedA: usedA, usedB: usedB})
+		}
+	}
+	add(s.fillShare(n, order, alloc))
+	if len(byClass) > 1 {
+		add(s.fillBalanced(n, byClass, alloc))
+	}
+	return out
+}
+
+// byClassIn groups the indices of order (into n.pods) by pod class, classes in order of first
+// appearance, for the balancing fill.
+func byClassIn(n *node, order []int) [][]int {
+	idx := map[*class]int{}
+	var byClass [][]int
+	for _, i := range order {
+		c := n.cls[i]
+		k, ok := idx[c]
+		if !ok {
+			k = len(byClass)
+			idx[c] = k
+			byClass = append(byClass, nil)
+		}
+		byClass[k] = append(byClass[k], i)
+	}
+	return byClass
 }
 
 // fillShare fills part A of a split up to alloc with n's pods in the given order (first fit),

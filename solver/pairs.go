@@ -207,42 +207,18 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 		}
 	}
 	sort.SliceStable(order, func(x, y int) bool { return share[order[x]] > share[order[y]] })
-	idx := map[*class]int{}
-	var byClass [][]int
-	for _, i := range order {
-		c := both.cls[i]
-		k, ok := idx[c]
-		if !ok {
-			k = len(byClass)
-			idx[c] = k
-			byClass = append(byClass, nil)
-		}
-		byClass[k] = append(byClass[k], i)
-	}
+	byClass := byClassIn(both, order)
 	step := max(1, len(cands)/pairTypes)
 	best, bestA := cur*(1-1e-9), []bool(nil)
 	for ti := len(cands) - 1; ti >= 0; ti -= step {
 		t := p.types[cands[ti].i]
-		for variant := 0; variant < 2; variant++ {
-			var inA []bool
-			var usedA, usedB resVec
-			var countA int
-			if variant == 0 {
-				inA, usedA, usedB, countA = s.fillShare(both, order, t.alloc)
-			} else if len(byClass) > 1 {
-				inA, usedA, usedB, countA = s.fillBalanced(both, byClass, t.alloc)
-			} else {
-				break
-			}
-			if countA == 0 || countA == len(both.pods) {
-				continue
-			}
-			ca := costOf(usedA)
+		for _, sp := range s.splits(both, order, byClass, t.alloc) {
+			ca := costOf(sp.usedA)
 			if ca < 0 || ca >= best {
 				continue
 			}
-			if cb := costOf(usedB); cb >= 0 && ca+cb < best {
-				best, bestA = ca+cb, inA
+			if cb := costOf(sp.usedB); cb >= 0 && ca+cb < best {
+				best, bestA = ca+cb, sp.inA
 			}
 		}
 	}
