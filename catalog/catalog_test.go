@@ -91,6 +91,13 @@ func TestParseErrors(t *testing.T) {
 		{"unknown entry field", "instanceTypes:\n- name: a\n  capactiy: {}\n" + ok, []string{`instanceTypes[0] "a": unknown field "capactiy"`}},
 		{"malformed quantity", "instanceTypes:\n- name: a\n  capacity: {cpu: 4x, memory: 8Gi}\n  offerings: [{zone: z, capacityType: spot, price: 1}]",
 			[]string{`instanceTypes[0] "a": capacity.cpu "4x" is not a quantity; write e.g.`}},
+		// Quantities whose parse or comparison cost grows with the exponent (seconds at 1e7): refused unparsed.
+		{"huge exponent", "instanceTypes:\n- name: a\n  capacity: {cpu: 4, memory: \"1e99999999\"}\n  overhead: {memory: \"1e-9999999\"}\n  offerings: [{zone: z, capacityType: spot, price: 1}]",
+			[]string{`capacity.memory "1e99999999" has an exponent beyond e±30`, `overhead.memory "1e-9999999" has an exponent beyond e±30`}},
+		{"exponent past int", "instanceTypes:\n- name: a\n  capacity: {cpu: \"1e99999999999999999999\", memory: 8Gi}\n  offerings: [{zone: z, capacityType: spot, price: 1}]",
+			[]string{`capacity.cpu "1e99999999999999999999" has an exponent beyond e±30`}},
+		{"long quantity", "instanceTypes:\n- name: a\n  capacity: {cpu: \"0.000000000000000000000000000000000000000000000000000000000000000000000000000000001\", memory: 8Gi}\n  offerings: [{zone: z, capacityType: spot, price: 1}]",
+			[]string{`is longer than 64 characters`}},
 		{"missing cpu", "instanceTypes:\n- name: a\n  capacity: {memory: 8Gi}\n  offerings: [{zone: z, capacityType: spot, price: 1}]",
 			[]string{`instanceTypes[0] "a": capacity.cpu is required`}},
 		{"zero memory", "instanceTypes:\n- name: a\n  capacity: {cpu: 1, memory: 0}\n  offerings: [{zone: z, capacityType: spot, price: 1}]",
