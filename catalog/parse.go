@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/quantity"
 )
 
 // Defaults applied to entries that leave a field out.
@@ -254,7 +254,7 @@ func parseResources(field string, in map[string]scalarText, add func(string, ...
 		for _, msg := range validation.IsQualifiedName(name) {
 			add("%s: %q is not a valid resource name: %s", field, name, msg)
 		}
-		if why := quantityOutOfBounds(string(text)); why != "" {
+		if why := quantity.CheckText(string(text)); why != "" {
 			add("%s.%s %q %s", field, name, string(text), why)
 			continue
 		}
@@ -270,34 +270,6 @@ func parseResources(field string, in map[string]scalarText, add func(string, ...
 		out[corev1.ResourceName(name)] = q
 	}
 	return out
-}
-
-// Bounds on quantity text. apimachinery's Quantity is arbitrary precision: parsing "1e-9999999" and
-// comparing "1e99999999" with another quantity take time and memory that grow with the exponent
-// itself (seconds at 1e7, unbounded beyond), so a catalog file could stall whoever loads it. No
-// instance resource needs more than a handful of digits or an exponent past 1e30.
-const (
-	maxQuantityLength   = 64
-	maxQuantityExponent = 30
-)
-
-// quantityOutOfBounds says why a quantity's text is refused before parsing, or "" when it is not.
-func quantityOutOfBounds(text string) string {
-	if len(text) > maxQuantityLength {
-		return fmt.Sprintf("is longer than %d characters; write e.g. \"4\", 500m, 8Gi", maxQuantityLength)
-	}
-	i := strings.IndexAny(text, "eE")
-	if i < 0 || i == len(text)-1 {
-		return "" // no exponent, or the E (exa) suffix
-	}
-	exp, err := strconv.Atoi(text[i+1:])
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return "" // not an exponent; ParseQuantity reports the syntax
-	}
-	if err != nil || exp > maxQuantityExponent || exp < -maxQuantityExponent {
-		return fmt.Sprintf("has an exponent beyond e±%d; write e.g. \"4\", 500m, 8Gi", maxQuantityExponent)
-	}
-	return ""
 }
 
 func contains(list []string, s string) bool {

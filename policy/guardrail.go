@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
+	"github.com/joist-dev/joist/quantity"
 )
 
 // ValidateGuardrail checks that a Guardrail is consistent. knownPools, when not nil, are the names of
@@ -53,7 +54,7 @@ func ValidateGuardrail(g *v1alpha1.Guardrail, knownPools map[string]bool) (field
 		for _, n := range slices.Sorted(maps.Keys(d.DefaultRequests)) {
 			req := d.DefaultRequests[n]
 			errs = append(errs, nonNegative(path.Child("defaultRequests").Key(string(n)), req)...)
-			if lim, ok := d.DefaultLimits[n]; ok && req.Cmp(lim) > 0 {
+			if lim, ok := d.DefaultLimits[n]; ok && bounded(req, lim) && req.Cmp(lim) > 0 {
 				errs = append(errs, field.Invalid(path.Child("defaultRequests").Key(string(n)), req.String(),
 					fmt.Sprintf("default request is above the default limit %s; fix: lower defaultRequests.%s or raise defaultLimits.%s", lim.String(), n, n)))
 			}
@@ -89,7 +90,12 @@ func ValidateGuardrail(g *v1alpha1.Guardrail, knownPools map[string]bool) (field
 	return errs, warns
 }
 
+// nonNegative refuses a negative quantity, and one beyond quantity's bounds (arithmetic on it would
+// stall every admission and solve that reads it).
 func nonNegative(path *field.Path, q resource.Quantity) field.ErrorList {
+	if why := quantity.Check(q); why != "" {
+		return field.ErrorList{field.Invalid(path, q.String(), why+`; fix: write e.g. "4", 500m, 8Gi`)}
+	}
 	if q.Sign() < 0 {
 		return field.ErrorList{field.Invalid(path, q.String(), "must not be negative")}
 	}

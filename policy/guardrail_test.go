@@ -21,6 +21,10 @@ func TestValidateGuardrail(t *testing.T) {
 			wantErr: `spec.podDefaults[0].defaultRequests[memory]: Invalid value: "2Gi": default request is above the default limit 1Gi; fix: lower defaultRequests.memory or raise defaultLimits.memory`},
 		{name: "negative ceiling", spec: v1alpha1.GuardrailSpec{ClusterLimits: &v1alpha1.ClusterLimits{CPU: q("-1")}},
 			wantErr: `spec.clusterLimits.cpu: Invalid value: "-1": must not be negative`},
+		{name: "default beyond quantity bounds", spec: v1alpha1.GuardrailSpec{PodDefaults: []v1alpha1.PodDefaults{{DefaultRequests: rl("memory", "1e9999999"), DefaultLimits: rl("memory", "1Gi")}}},
+			wantErr: `spec.podDefaults[0].defaultRequests[memory]: Invalid value: "1e9999999": is beyond 1e30, more than any node has; fix: write e.g. "4", 500m, 8Gi`},
+		{name: "ceiling beyond quantity bounds", spec: v1alpha1.GuardrailSpec{ClusterLimits: &v1alpha1.ClusterLimits{Memory: q("1e40")}},
+			wantErr: `spec.clusterLimits.memory: Invalid value: "10e39": is beyond 1e30`},
 		{name: "bad selector", spec: v1alpha1.GuardrailSpec{NodePoolBindings: []v1alpha1.NodePoolBinding{{
 			NamespaceSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}},
 			NodePools:         []string{"known"},

@@ -37,6 +37,9 @@ var (
 func ValidateNodePool(p Policy, np *v1.NodePool, c NodePoolContext) Violations {
 	var vs Violations
 	limits := corev1.ResourceList(np.Spec.Limits)
+	checkList(&vs, limitsPath, limits)
+	limits = maps.Clone(limits)
+	maps.DeleteFunc(limits, func(_ corev1.ResourceName, q resource.Quantity) bool { return !bounded(q) })
 	reqs := nodePoolSet(np)
 	validateLimits(&vs, p, np, limits)
 	validateGPU(&vs, p, np, reqs, c.Catalog)
@@ -270,7 +273,7 @@ func validateClusterLimits(vs *Violations, p Policy, np *v1.NodePool, limits cor
 		sum := mine.DeepCopy()
 		parts := []string{fmt.Sprintf("this pool %s", mine.String())}
 		for i := range others {
-			if q, ok := corev1.ResourceList(others[i].Spec.Limits)[r]; ok {
+			if q, ok := corev1.ResourceList(others[i].Spec.Limits)[r]; ok && bounded(q) {
 				sum.Add(q)
 				parts = append(parts, fmt.Sprintf("%q %s", others[i].Name, q.String()))
 			}

@@ -46,6 +46,9 @@ func (p Policy) podDefaultsFor(nsLabels map[string]string) mergedDefaults {
 	m := mergedDefaults{requests: map[corev1.ResourceName]sourcedQuantity{}, limits: map[corev1.ResourceName]sourcedQuantity{}}
 	fold := func(dst map[corev1.ResourceName]sourcedQuantity, src corev1.ResourceList, source string) {
 		for n, q := range src {
+			if !bounded(q) {
+				continue // the Guardrail webhook refuses it
+			}
 			if cur, ok := dst[n]; !ok || q.Cmp(cur.q) > 0 {
 				dst[n] = sourcedQuantity{q: q.DeepCopy(), source: source}
 			}
@@ -92,7 +95,11 @@ func (p Policy) BoundNodePools(nsLabels map[string]string) (pools []string, sour
 // DefaultPod applies podDefaults and nodePoolBindings to a pod of a namespace with the given labels,
 // records the changes in the policy.joist.dev/mutations annotation and returns them.
 // DaemonSet pods and pods already bound to a node keep their placement; their resources are defaulted.
+// A pod with a quantity beyond quantity's bounds is left as it is: ValidatePodQuantities denies it.
 func DefaultPod(p Policy, pod *corev1.Pod, nsLabels map[string]string) []string {
+	if len(ValidatePodQuantities(pod)) > 0 {
+		return nil
+	}
 	var changes []string
 	d := p.podDefaultsFor(nsLabels)
 	for i := range pod.Spec.InitContainers {

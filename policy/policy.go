@@ -255,7 +255,12 @@ func (p *Policy) mergeDoNotDisrupt(d *v1alpha1.DoNotDisruptRules, src string) {
 	}
 }
 
+// lowerCeiling keeps the lower of two ceilings. A ceiling beyond quantity's bounds is none: the
+// Guardrail webhook refuses it, and comparing it would cost seconds each time the policy is merged.
 func lowerCeiling(m map[corev1.ResourceName]Limit, n corev1.ResourceName, q resource.Quantity, src string) {
+	if !bounded(q) {
+		return
+	}
 	if cur, ok := m[n]; !ok || q.Cmp(cur.Value) < 0 {
 		m[n] = Limit{Value: q.DeepCopy(), Source: src}
 	}

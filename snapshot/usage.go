@@ -8,6 +8,7 @@ import (
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/policy"
+	"github.com/joist-dev/joist/quantity"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -78,6 +79,9 @@ func remaining(np *v1.NodePool, used, cluster corev1.ResourceList) corev1.Resour
 	}
 	out := corev1.ResourceList{}
 	for name, limit := range np.Spec.Limits {
+		if quantity.Check(limit) != "" {
+			continue // no bound on name: beyond any cluster, and exact arithmetic on it costs seconds
+		}
 		left := limit.DeepCopy()
 		left.Sub(used[name])
 		out[name] = left

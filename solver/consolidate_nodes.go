@@ -150,19 +150,21 @@ func movablePods(pods []*corev1.Pod) []*corev1.Pod {
 
 // utilization is the larger of the cpu and memory shares of alloc the pods request.
 func utilization(pods []*corev1.Pod, alloc corev1.ResourceList) float64 {
-	var cpu, mem int64
+	var req [2]float64
 	for _, pod := range pods {
 		for _, c := range pod.Spec.Containers {
-			cpu += c.Resources.Requests.Cpu().MilliValue()
-			mem += c.Resources.Requests.Memory().Value()
+			r := cpuMem(c.Resources.Requests)
+			req[0] += r[0]
+			req[1] += r[1]
 		}
 	}
+	a := cpuMem(alloc)
 	u := 0.0
-	if a := alloc.Cpu().MilliValue(); a > 0 {
-		u = float64(cpu) / float64(a)
+	if a[0] > 0 {
+		u = req[0] / a[0]
 	}
-	if a := alloc.Memory().Value(); a > 0 {
-		u = math.Max(u, float64(mem)/float64(a))
+	if a[1] > 0 {
+		u = math.Max(u, req[1]/a[1])
 	}
 	return u
 }
@@ -218,7 +220,7 @@ func newBound(p *planner) *bound {
 	b := &bound{req: map[string][2]float64{}, free: map[string][2]float64{}}
 	for _, n := range p.in.Nodes {
 		used := requestVec(n.Pods)
-		alloc := [2]float64{float64(n.Allocatable.Cpu().MilliValue()), float64(n.Allocatable.Memory().Value())}
+		alloc := cpuMem(n.Allocatable)
 		f := [2]float64{math.Max(0, alloc[0]-used[0]), math.Max(0, alloc[1]-used[1])}
 		b.free[n.Name] = f
 		b.totalFree[0] += f[0]
@@ -239,7 +241,7 @@ func newBound(p *planner) *bound {
 				continue
 			}
 			a := it.Allocatable()
-			b.offers = append(b.offers, offerShape{alloc: [2]float64{float64(a.Cpu().MilliValue()), float64(a.Memory().Value())}, price: best})
+			b.offers = append(b.offers, offerShape{alloc: cpuMem(a), price: best})
 		}
 	}
 	return b
@@ -294,8 +296,9 @@ func requestVec(pods []*corev1.Pod) [2]float64 {
 			continue
 		}
 		for _, c := range pod.Spec.Containers {
-			out[0] += float64(c.Resources.Requests.Cpu().MilliValue())
-			out[1] += float64(c.Resources.Requests.Memory().Value())
+			r := cpuMem(c.Resources.Requests)
+			out[0] += r[0]
+			out[1] += r[1]
 		}
 	}
 	return out

@@ -1,7 +1,9 @@
 package solver_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -37,6 +39,25 @@ func TestHugeQuantitiesDoNotOverflow(t *testing.T) {
 	})
 	t.Run("pod requesting 1e21 cpu is refused", func(t *testing.T) {
 		wantReason(t, solve(t, defaultInput(pod("huge", "1e21", "1Gi"))), "huge", "no instance type offers")
+	})
+	// The apiserver stores "1e9999999" as written; comparing or converting it exactly takes over a
+	// second each (the cost grows with the exponent), and a solve does that many times per pod.
+	t.Run("pod requesting 1e9999999 is refused without arithmetic on the exponent", func(t *testing.T) {
+		pods := []*corev1.Pod{pod("a", "1", "1Gi")}
+		for i := range 6 {
+			pods = append(pods, pod(fmt.Sprintf("huge-mem-%d", i), "1", "1e9999999"), pod(fmt.Sprintf("huge-cpu-%d", i), "1e9999999", "1Gi"))
+		}
+		start := time.Now()
+		r := solve(t, defaultInput(pods...))
+		for _, p := range pods[1:] {
+			wantReason(t, r, p.Name, "no instance type offers")
+		}
+		if nodeOf(r, "a") == nil {
+			t.Fatalf("pod a not placed\n%s", summary(r))
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("the solve took %s: quantities were converted exactly", d) // ~1 s per exact comparison
+		}
 	})
 	t.Run("many large containers sum without wrapping", func(t *testing.T) {
 		p := pod("wide", "1", "1Gi")

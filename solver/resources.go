@@ -20,22 +20,33 @@ type resVec []int64
 // capacity or limit is held at milliCap-1, so it is never mistaken for room to hold it.
 const milliCap = 2_000_000_000_000_000_000
 
-// capQuantity and negCapQuantity are ±milliCap as Quantities, to compare before converting.
-var (
-	capQuantity    = *resource.NewMilliQuantity(milliCap, resource.DecimalSI)
-	negCapQuantity = *resource.NewMilliQuantity(-milliCap, resource.DecimalSI)
-)
-
 // requestMilli is q in milli-units, saturated at ±milliCap instead of wrapping: Quantity.MilliValue
-// wraps negative for anything past 9.2e18 milli-units (8 PiB of memory).
+// wraps negative for anything past 9.2e18 milli-units (8 PiB of memory). The range is read
+// approximately first: comparing or converting a quantity like "1e9999999", which the apiserver
+// stores as written, costs time that grows with its exponent.
 func requestMilli(q resource.Quantity) int64 {
-	switch {
-	case q.Cmp(capQuantity) >= 0:
+	const limit = milliCap / 1000 // in units, as AsApproximateFloat64 reads q; exact in a float64
+	switch f := q.AsApproximateFloat64(); {
+	case f >= limit:
 		return milliCap
-	case q.Cmp(negCapQuantity) <= 0:
+	case f <= -limit:
 		return -milliCap
 	}
-	return q.MilliValue()
+	return clampMilli(q.MilliValue())
+}
+
+// milliOf is list[name] in milli-units (saturated, see requestMilli), 0 when absent.
+func milliOf(list corev1.ResourceList, name corev1.ResourceName) float64 {
+	q, ok := list[name]
+	if !ok {
+		return 0
+	}
+	return float64(requestMilli(q))
+}
+
+// cpuMem is the cpu (millicores) and memory (bytes) of list, saturated as requestMilli does.
+func cpuMem(list corev1.ResourceList) [2]float64 {
+	return [2]float64{milliOf(list, corev1.ResourceCPU), milliOf(list, corev1.ResourceMemory) / 1000}
 }
 
 // capacityMilli is requestMilli for room (capacity, allocatable, limits): held below milliCap.
@@ -237,7 +248,7 @@ func (d *dims) podRequests(spec *corev1.PodSpec) resVec {
 // describeMilli renders an amount for a message; a saturated one reads "over <milliCap>".
 func describeMilli(name corev1.ResourceName, milli int64) string {
 	if milli >= milliCap {
-		return "over " + capQuantity.String()
+		return "over " + resource.NewMilliQuantity(milliCap, resource.DecimalSI).String()
 	}
 	q := quantityFromMilli(name, milli)
 	return q.String()

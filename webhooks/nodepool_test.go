@@ -111,6 +111,9 @@ func testNodePools(t *testing.T, s *suite) {
 		{name: "a limit beyond any real cluster warns", pool: nodePool("huge", noGPU, limits("cpu", "200000")), warns: []string{
 			`spec.limits[cpu]: rule nodePools.maxLimits (built-in default): spec.limits.cpu is 200k, beyond any real cluster (100k)`,
 		}},
+		{name: "a limit beyond any quantity bound is denied", pool: nodePool("astronomic", noGPU, limits("cpu", "10", "memory", "1e9999999")), deny: []string{
+			`spec.limits[memory]: Forbidden: rule quantities (built-in default): 1e9999999 is beyond 1e30, more than any node has; fix: set spec.limits.memory to a real amount, e.g. 500m, 8Gi or "1000"`,
+		}},
 		{name: "pool without capacity type warns that it launches spot", pool: nodePool("implicit", noGPU, anyCapacity), warns: []string{
 			`spec.template.spec.requirements: rule nodePools.spot.implicit (built-in default): NodePool "implicit" has no karpenter.sh/capacity-type requirement, so it launches spot capacity whenever spot is cheaper`,
 			`spec.template.spec.requirements: rule nodePools.spot.minInstanceTypes (built-in default): spot-capable NodePool admits 4 instance types`,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -155,6 +156,17 @@ func testPods(t *testing.T, s *suite) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("got %v\nwant %s", err, want)
 		}
+	})
+	// The apiserver stores "1e9999999" as written; every exact comparison with it costs over a second.
+	t.Run("a request beyond any node is denied, quickly", func(t *testing.T) {
+		pod := newPod("team-b", "astronomic", resources(rl("cpu", "1", "memory", "1e9999999"), nil))
+		start := time.Now()
+		err := s.client.Create(ctx, pod)
+		want := `admission webhook "vpod.policy.joist.dev" denied the request: Pod "astronomic" is invalid: spec.containers[0].resources.requests[memory]: Forbidden: rule quantities (built-in default): 1e9999999 is beyond 1e30, more than any node has; fix: set spec.containers[0].resources.requests.memory to a real amount, e.g. 500m, 8Gi or "1000"`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v\nwant %s", err, want)
+		}
+		t.Logf("denied after %s (the apiserver's own validation of the quantity takes about 2 s)", time.Since(start))
 	})
 	t.Run("explicit selection of a bound pool is allowed", func(t *testing.T) {
 		pod := newPod("team-a", "right-pool", resources(nil, nil))

@@ -106,6 +106,7 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 	}
 	vs := policy.ValidateDoNotDisrupt(p, v.Kind, obj, old, nsLabels)
 	if isPod && old == nil {
+		vs = append(vs, policy.ValidatePodQuantities(pod)...)
 		vs = append(vs, policy.ValidatePodPlacement(p, pod, nsLabels)...)
 	}
 	errs, warns := vs.Split()

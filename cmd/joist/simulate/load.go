@@ -24,6 +24,7 @@ import (
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/quantity"
 )
 
 // source names where an object came from, for error messages.
@@ -250,6 +251,9 @@ func (l *loader) loadDocument(src source, data []byte) error {
 		return nil
 	}
 
+	if bad := boundedQuantities(js); bad != "" {
+		return src.errorf("%s", bad)
+	}
 	obj, _, err := l.decoder.Decode(js, nil, nil)
 	if err != nil {
 		return src.errorf("%s", decodeError(h, js, err))
@@ -320,35 +324,37 @@ var quantityMaps = map[string]bool{"requests": true, "limits": true, "overhead":
 
 // findBadQuantity walks a decoded document and names the first resource quantity that does not parse.
 func findBadQuantity(v any, path string) string {
+	return walkQuantities(v, path, checkQuantity)
+}
+
+// walkQuantities calls check on each resource quantity of a decoded document (the entries of
+// requests, limits, overhead, allocatable and capacity maps, sizeLimit and storage) and returns its
+// first complaint.
+func walkQuantities(v any, path string, check func(v any, path string) string) string {
 	switch t := v.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(t))
-		for k := range t {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range sortedKeys(t) {
 			p := strings.TrimPrefix(path+"."+k, ".")
 			if list, ok := t[k].(map[string]any); ok && quantityMaps[k] {
 				for _, name := range sortedKeys(list) {
-					if msg := checkQuantity(list[name], p+"."+name); msg != "" {
+					if msg := check(list[name], p+"."+name); msg != "" {
 						return msg
 					}
 				}
 				continue
 			}
 			if k == "sizeLimit" || k == "storage" {
-				if msg := checkQuantity(t[k], p); msg != "" {
+				if msg := check(t[k], p); msg != "" {
 					return msg
 				}
 			}
-			if msg := findBadQuantity(t[k], p); msg != "" {
+			if msg := walkQuantities(t[k], p, check); msg != "" {
 				return msg
 			}
 		}
 	case []any:
 		for i, e := range t {
-			if msg := findBadQuantity(e, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+			if msg := walkQuantities(e, fmt.Sprintf("%s[%d]", path, i), check); msg != "" {
 				return msg
 			}
 		}
@@ -356,14 +362,39 @@ func findBadQuantity(v any, path string) string {
 	return ""
 }
 
-func checkQuantity(v any, path string) string {
-	var text string
+// boundedQuantities names the first resource quantity whose text is out of quantity's bounds, before
+// the decoder parses it: parsing "1e-9999999", or any arithmetic on "1e9999999", would stall the
+// simulation for seconds per quantity.
+func boundedQuantities(js []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var raw any
+	if dec.Decode(&raw) != nil {
+		return "" // the decoder reports it
+	}
+	return walkQuantities(raw, "", func(v any, path string) string {
+		text, ok := quantityText(v)
+		if why := quantity.CheckText(text); ok && why != "" {
+			return fmt.Sprintf("%s: %q %s", path, text, why)
+		}
+		return ""
+	})
+}
+
+// quantityText is a decoded JSON value as quantity text: a string, or a number as written.
+func quantityText(v any) (string, bool) {
 	switch q := v.(type) {
 	case string:
-		text = q
-	case float64:
-		return ""
-	default:
+		return q, true
+	case json.Number:
+		return string(q), true
+	}
+	return "", false
+}
+
+func checkQuantity(v any, path string) string {
+	text, ok := quantityText(v)
+	if !ok {
 		return ""
 	}
 	if _, err := resource.ParseQuantity(text); err != nil {

@@ -98,6 +98,22 @@ func TestLoadErrors(t *testing.T) {
 			want:  []string{"(Deployment ns/web)", `spec.template.spec.containers[0].resources.requests.memory: "1GB" is not a quantity`},
 		},
 		{
+			// Each would cost seconds: parsing 1e-9999999, or any arithmetic on 1e9999999.
+			name:  "quantity with a huge exponent in a deployment template",
+			files: map[string]string{"a.yaml": deployment("web", "2", `{memory: "1e9999999"}`)},
+			want:  []string{"(Deployment ns/web)", `spec.template.spec.containers[0].resources.requests.memory: "1e9999999" has an exponent beyond e±30`},
+		},
+		{
+			name:  "quantity with a tiny exponent in a NodePool limit",
+			files: map[string]string{"a.yaml": strings.Replace(pool, `cpu: "100"`, `cpu: "1e-9999999"`, 1)},
+			want:  []string{"(NodePool default)", `spec.limits.cpu: "1e-9999999" has an exponent beyond e±30`},
+		},
+		{
+			name:  "quantity text too long",
+			files: map[string]string{"a.yaml": strings.Replace(pod, "500m", `"`+strings.Repeat("9", 70)+`"`, 1)},
+			want:  []string{"(Pod p)", `spec.containers[0].resources.requests.cpu: "` + strings.Repeat("9", 70) + `" is longer than 64 characters`},
+		},
+		{
 			name:  "malformed NodePool limit",
 			files: map[string]string{"a.yaml": strings.Replace(pool, `cpu: "100"`, "cpu: lots", 1)},
 			want:  []string{"(NodePool default)", `spec.limits.cpu: "lots" is not a quantity`},
