@@ -150,7 +150,10 @@ demo: k8s-assets ## Run Joist end to end on a local control plane with simulated
 	$(GO) build -o bin/joist ./cmd/joist
 	$(GO) run ./test/demo $(DEMO_FLAGS)
 
+# Each Joist run alternates with a floor run (the planned nodes registered beforehand, no manager).
+BENCH_E2E_ARGS ?= -floor
+
 .PHONY: bench-e2e
-bench-e2e: k8s-assets ## 1,000 pods end to end on fresh control planes: time to first NodeClaim and to all Running, nodes, $/h, manager RSS and CPU.
+bench-e2e: k8s-assets ## 1,000 pods end to end on fresh control planes: time to first NodeClaim and to all Running, nodes, $/h, manager RSS and CPU, and as a multiple of the floor.
 	$(GO) build -o bin/joist ./cmd/joist
 	$(GO) run ./test/benche2e $(BENCH_E2E_ARGS)

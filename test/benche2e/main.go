@@ -25,6 +25,7 @@ func main() {
 	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
 	flag.BoolVar(&requestStats, "request-stats", false, "Also print the apiserver's request counts by verb and resource.")
 	flag.BoolVar(&preprovisioned, "preprovisioned", false, "Floor mode: register the solver's planned nodes first and run no manager; times are what the stack itself needs.")
+	withFloor := flag.Bool("floor", false, "Alternate each run with a floor run (-preprovisioned) and print Joist's median time to all Running as a multiple of the floor's.")
 	flag.BoolVar(&scaleDown, "scale-down", false, "Consolidation mode: build the 1,000-pod cluster, scale it to 300 pods, time until the consolidated state and compare its $/h with the solver's plan for the 300 pods from scratch.")
 	flag.Parse()
 	env.DiscardLogs()
@@ -40,8 +41,18 @@ func main() {
 		runScaleDowns(sigCtx, filepath.Join(root, *joist), *runs, *timeout)
 		return
 	}
-	var results []result
+	var results, floors []result
 	for i := 0; i < *runs; i++ {
+		if *withFloor {
+			ctx, cancel := context.WithTimeout(sigCtx, *timeout)
+			r, err := runPreprovisioned(ctx)
+			cancel()
+			if err != nil {
+				fail(fmt.Errorf("floor run %d: %w", i+1, err))
+			}
+			fmt.Printf("floor %d: %s\n", i+1, r)
+			floors = append(floors, r)
+		}
 		ctx, cancel := context.WithTimeout(sigCtx, *timeout)
 		r, err := runOnce(ctx, filepath.Join(root, *joist))
 		cancel()
@@ -51,7 +62,13 @@ func main() {
 		fmt.Printf("run %d: %s\n", i+1, r)
 		results = append(results, r)
 	}
-	fmt.Printf("median of %d: %s\n", len(results), median(results))
+	m := median(results)
+	fmt.Printf("median of %d: %s\n", len(results), m)
+	if len(floors) > 0 {
+		f := median(floors)
+		fmt.Printf("floor median of %d: all 1000 bound %.1fs, Running %.1fs; Joist's time to all Running is %.2f× the floor's\n",
+			len(floors), f.allBound.Seconds(), f.allRunning.Seconds(), m.allRunning.Seconds()/f.allRunning.Seconds())
+	}
 }
 
 func fail(err error) {

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -19,7 +22,11 @@ import (
 // KWOK) needs by itself; Joist's time divided by it is the autoscaling overhead.
 var preprovisioned bool
 
-// runPreprovisioned is runOnce without autoscaling: the planned nodes are registered up front.
+// runPreprovisioned is runOnce without autoscaling: the planned nodes are registered up front and
+// each pod is pinned to the node the plan gives it. The kube-scheduler scores pods one at a time and
+// cannot reproduce a bin-packing plan on exact capacity (unpinned, its spreading strands pods), so
+// each Deployment is split by planned node, each part with a kubernetes.io/hostname nodeSelector: the
+// same 1,000 pods with the same requests, on the same nodes, placed by the same default scheduler.
 func runPreprovisioned(ctx context.Context) (result, error) {
 	var r result
 	e, err := env.Start(env.Options{Scheduler: true, ControllerManager: true, KWOK: true})
@@ -34,9 +41,15 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 	}
 	deploys := deployments()
 	plan := solver.Solve(solver.Input{Pods: expand(deploys), NodePools: []solver.NodePoolInput{{NodePool: nodePool(), InstanceTypes: catalog.Default()}}})
+	if len(plan.Unschedulable) > 0 {
+		return r, fmt.Errorf("the plan leaves %d pods unschedulable: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
+	}
 	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
+	var nodeNames []string
 	for i, nc := range plan.NewNodeClaims {
-		if err := kube.Create(ctx, plannedNode(fmt.Sprintf("planned-%d", i), &nc)); err != nil {
+		name := fmt.Sprintf("planned-%d", i)
+		nodeNames = append(nodeNames, name)
+		if err := kube.Create(ctx, plannedNode(name, &nc)); err != nil {
 			return r, fmt.Errorf("creating planned node %d: %w", i, err)
 		}
 	}
@@ -45,24 +58,28 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 		if err := kube.List(ctx, &nodes); err != nil {
 			return false, err
 		}
-		ready := 0
+		schedulable := 0
 		for _, n := range nodes.Items {
 			for _, c := range n.Status.Conditions {
-				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-					ready++
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && len(n.Spec.Taints) == 0 {
+					schedulable++
 				}
 			}
 		}
-		return ready == len(plan.NewNodeClaims), nil
+		return schedulable == len(plan.NewNodeClaims), nil
 	}); err != nil {
-		return r, fmt.Errorf("waiting for the planned nodes to be Ready: %w", err)
+		return r, fmt.Errorf("waiting for the planned nodes to be Ready and untainted: %w", err)
+	}
+	pinned, err := pinToPlan(deploys, plan, nodeNames)
+	if err != nil {
+		return r, err
 	}
 	tl, err := watchTimeline(ctx, e.Config, 1000)
 	if err != nil {
 		return r, err
 	}
 	tl.begin()
-	for _, d := range deploys {
+	for _, d := range pinned {
 		if err := kube.Create(ctx, d); err != nil {
 			return r, err
 		}
@@ -70,9 +87,59 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 	if err := tl.wait(ctx); err != nil {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
-	r.allBound, r.allRunning, r.timeline = tl.allBound, tl.allRunning, tl.String()
+	r.allBound, r.allRunning = tl.allBound, tl.allRunning
+	r.timeline = fmt.Sprintf("all pods created %.1fs, first bound %.1fs, %d marked Unschedulable on the way",
+		tl.allCreated.Seconds(), tl.firstBound.Seconds(), len(tl.unschedulable))
 	r.nodes, r.cost = r.planNodes, r.planCost
 	return r, nil
+}
+
+// pinToPlan splits each Deployment into one per planned node that holds its pods, with as many
+// replicas as the plan puts there and a nodeSelector on that node's hostname. Splitting can only
+// make the ReplicaSet controller create pods sooner (more ReplicaSets sync in parallel), so the
+// floor errs low and Joist's ratio to it high.
+func pinToPlan(deploys []*appsv1.Deployment, plan solver.Result, nodeNames []string) ([]*appsv1.Deployment, error) {
+	byApp := map[string]*appsv1.Deployment{}
+	for _, d := range deploys {
+		byApp[d.Spec.Template.Labels["app"]] = d
+	}
+	var out []*appsv1.Deployment
+	total := 0
+	for i, nc := range plan.NewNodeClaims {
+		count := map[string]int32{}
+		for _, p := range nc.Pods {
+			count[p.Labels["app"]]++
+		}
+		apps := make([]string, 0, len(count))
+		for app := range count {
+			apps = append(apps, app)
+		}
+		sort.Strings(apps)
+		for _, app := range apps {
+			d, ok := byApp[app]
+			if !ok {
+				return nil, fmt.Errorf("planned node %d holds pods of unknown app %q", i, app)
+			}
+			out = append(out, pinned(d, nodeNames[i], count[app]))
+			total += int(count[app])
+		}
+	}
+	if total != 1000 {
+		return nil, fmt.Errorf("the plan places %d pods, want 1000", total)
+	}
+	return out, nil
+}
+
+// pinned is d's part on node: replicas of d's pod template with a hostname nodeSelector.
+func pinned(d *appsv1.Deployment, node string, replicas int32) *appsv1.Deployment {
+	p := d.DeepCopy()
+	p.Name = d.Name + "-" + node
+	labels := map[string]string{"app": d.Spec.Template.Labels["app"], "planned-node": node}
+	p.Spec.Replicas = ptr.To(replicas)
+	p.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+	p.Spec.Template.Labels = labels
+	p.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	return p
 }
 
 // plannedNode is the KWOK Node a plan would have registered as.
