@@ -104,7 +104,7 @@ func (a *awsFlags) validate(env *envFlags, provider string) error {
 	return nil
 }
 
-// sourceName is where a secret-ish flag's value came from, without the value.
+// sourceName is where a flag's value came from, without the value (a CA bundle is kilobytes long).
 func sourceName(env *envFlags, name string) string {
 	if env.given(name) {
 		return "--" + name
