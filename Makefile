@@ -101,7 +101,7 @@ docker-push: ## Push the manager image (needs a Docker engine).
 
 ##@ Deployment
 
-# The kustomize directory `make deploy` installs: config/default (patch in the cloud provider, e.g.
+# The kustomize directory `make deploy` installs: config/default (the aws provider: patch in CLUSTER_NAME etc., see
 # docs/aws.md) or config/kwok (the KWOK provider, with its permission to create Nodes).
 DEPLOY_DIR ?= config/default
 

@@ -19,6 +19,16 @@ import (
 // ec2CatalogName selects catalog/ec2's real EC2 instance types as the kwok provider's catalog.
 const ec2CatalogName = "embedded-ec2"
 
+// The providers --cloud-provider (or $CLOUD_PROVIDER) selects. The binary defaults to kwok, which
+// needs nothing but a cluster (the demo, the end-to-end suites and `make run` rely on it); the
+// install manifests select explicitly: config/default aws, config/kwok kwok.
+const (
+	providerKWOK   = "kwok"
+	providerAWS    = "aws"
+	cloudProviderF = "cloud-provider"
+	cloudProviderE = "CLOUD_PROVIDER"
+)
+
 // cloudFlags select and configure the cloud provider.
 type cloudFlags struct {
 	provider    string
@@ -28,10 +38,12 @@ type cloudFlags struct {
 	seed        int64
 	aws         awsFlags
 	faults      kwok.Faults
+	env         *envFlags
 }
 
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.provider, "cloud-provider", "kwok", "Cloud provider: kwok (simulated nodes run by a KWOK process) or aws (EC2, see docs/aws.md).")
+	c.env = newEnvFlags(fs)
+	c.env.String(&c.provider, cloudProviderF, cloudProviderE, providerKWOK, "Cloud provider: kwok (simulated nodes run by a KWOK process) or aws (EC2, see docs/aws.md).")
 	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices).")
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
@@ -39,20 +51,35 @@ func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.faults.DeleteErrorRate, "kwok-delete-error-rate", 0, "Fraction (0–1) of kwok terminations that fail with a transient error, for testing.")
 	fs.Float64Var(&c.faults.LatencySpikeRate, "kwok-latency-spike-rate", 0, "Fraction (0–1) of kwok API calls delayed by --kwok-latency-spike, for testing.")
 	fs.DurationVar(&c.faults.LatencySpike, "kwok-latency-spike", 10*time.Second, "Delay of a kwok API call hit by a latency spike.")
-	c.aws.bind(fs)
+	c.aws.bind(fs, c.env)
 }
+
+// validate checks the settings after parsing, before anything connects anywhere, so a bad install
+// fails at once with the flag, the variable and the fix.
+func (c *cloudFlags) validate() error {
+	switch c.provider {
+	case providerKWOK:
+		if c.errorRate < 0 || c.errorRate > 1 {
+			return fmt.Errorf("--kwok-error-rate must be between 0 and 1, got %v", c.errorRate)
+		}
+		return nil
+	case providerAWS:
+		if err := c.env.check(); err != nil { // every typed variable is an aws setting
+			return err
+		}
+		return c.aws.validate(c.env, c.providerSource())
+	}
+	return fmt.Errorf("cloud provider %q (from %s) is not supported: set --%s or $%s to %s or %s",
+		c.provider, c.providerSource(), cloudProviderF, cloudProviderE, providerAWS, providerKWOK)
+}
+
+// providerSource says what selected the provider, for errors and the start-up log.
+func (c *cloudFlags) providerSource() string { return c.env.source(cloudProviderF) }
 
 func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, error) {
 	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
-	switch c.provider {
-	case "kwok":
-	case "aws":
+	if c.provider == providerAWS {
 		return c.aws.build(kube, unavailable)
-	default:
-		return nil, fmt.Errorf("--cloud-provider=%q is not supported: use kwok or aws", c.provider)
-	}
-	if c.errorRate < 0 || c.errorRate > 1 {
-		return nil, fmt.Errorf("--kwok-error-rate must be between 0 and 1, got %v", c.errorRate)
 	}
 	its := catalog.Default()
 	switch {

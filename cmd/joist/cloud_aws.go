@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"flag"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -33,33 +35,91 @@ type awsFlags struct {
 	disablePricing                                       bool
 }
 
-func (a *awsFlags) bind(fs *flag.FlagSet) {
-	fs.StringVar(&a.region, "aws-region", os.Getenv("AWS_REGION"), "AWS region of the cluster (default $AWS_REGION).")
+// The aws provider's flags and the variables they default to. The variables are Karpenter's names
+// where Karpenter has the setting (ISOLATED_VPC, like Karpenter's, turns the Pricing API off), so
+// the settings of an existing Karpenter install carry over.
+const (
+	clusterNameF, clusterNameE         = "aws-cluster-name", "CLUSTER_NAME"
+	clusterEndpointF, clusterEndpointE = "aws-cluster-endpoint", "CLUSTER_ENDPOINT"
+	clusterCAF, clusterCAE             = "aws-cluster-ca-bundle", "CLUSTER_CA_BUNDLE"
+	clusterCIDRF, clusterCIDRE         = "aws-cluster-cidr", "CLUSTER_CIDR"
+	vmOverheadF, vmOverheadE           = "aws-vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT"
+	reservedENIsF, reservedENIsE       = "aws-reserved-enis", "RESERVED_ENIS"
+)
+
+func (a *awsFlags) bind(fs *flag.FlagSet, env *envFlags) {
+	env.String(&a.region, "aws-region", "AWS_REGION", "", "AWS region of the cluster.")
 	fs.StringVar(&a.endpoint, "aws-endpoint", "", "Override every AWS API endpoint (testing; VPC endpoints are picked up by the SDK without it).")
-	fs.StringVar(&a.queue, "aws-interruption-queue", os.Getenv("INTERRUPTION_QUEUE"), "SQS queue EventBridge sends spot interruption, rebalance, state-change and health events to; empty disables interruption handling.")
-	fs.StringVar(&a.clusterName, "aws-cluster-name", os.Getenv("CLUSTER_NAME"), "EKS cluster name: tags every resource and goes into the nodes' bootstrap.")
-	fs.StringVar(&a.clusterEndpoint, "aws-cluster-endpoint", os.Getenv("CLUSTER_ENDPOINT"), "EKS API server endpoint the nodes join.")
-	fs.StringVar(&a.clusterCA, "aws-cluster-ca-bundle", "", "Base64 cluster CA bundle for the nodes (default: the in-cluster service account's ca.crt).")
-	fs.StringVar(&a.clusterCIDR, "aws-cluster-cidr", "", "Service CIDR for AL2023 nodeadm (optional).")
-	fs.Float64Var(&a.vmMemoryOverhead, "aws-vm-memory-overhead-percent", 0.075, "Fraction of instance memory the hypervisor keeps.")
-	fs.IntVar(&a.reservedENIs, "aws-reserved-enis", 0, "ENIs left out of max pods (VPC CNI custom networking).")
-	fs.BoolVar(&a.disablePricing, "aws-disable-pricing", false, "Do not call the Pricing API; use the on-demand prices compiled into the binary.")
+	env.String(&a.queue, "aws-interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue EventBridge sends spot interruption, rebalance, state-change and health events to; empty disables interruption handling.")
+	env.String(&a.clusterName, clusterNameF, clusterNameE, "", "EKS cluster name (required with aws): tags every resource and goes into the nodes' bootstrap.")
+	env.String(&a.clusterEndpoint, clusterEndpointF, clusterEndpointE, "", "EKS API server endpoint the nodes join (required with aws), e.g. https://ABCDEF.gr7.us-west-2.eks.amazonaws.com.")
+	env.String(&a.clusterCA, clusterCAF, clusterCAE, "", "Base64 cluster CA bundle for the nodes (default: the in-cluster service account's ca.crt).")
+	env.String(&a.clusterCIDR, clusterCIDRF, clusterCIDRE, "", "Service CIDR for AL2023 nodeadm (optional).")
+	env.Float64(&a.vmMemoryOverhead, vmOverheadF, vmOverheadE, 0.075, "Fraction of instance memory the hypervisor keeps, in [0, 1).")
+	env.Int(&a.reservedENIs, reservedENIsF, reservedENIsE, 0, "ENIs left out of max pods (VPC CNI custom networking).")
+	env.Bool(&a.disablePricing, "aws-disable-pricing", "ISOLATED_VPC", false, "Do not call the Pricing API (it has no VPC endpoint); use the on-demand prices compiled into the binary.")
+}
+
+// validate checks the aws settings; provider says what selected aws, so that an install that meant
+// to run kwok learns how.
+func (a *awsFlags) validate(env *envFlags, provider string) error {
+	var missing []string
+	if a.clusterName == "" {
+		missing = append(missing, "$"+clusterNameE+" (--"+clusterNameF+")")
+	}
+	if a.clusterEndpoint == "" {
+		missing = append(missing, "$"+clusterEndpointE+" (--"+clusterEndpointF+")")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the aws cloud provider (selected by %s) needs the EKS cluster's name and API endpoint; missing %s. "+
+			"Set the variables in the manager's environment (OLM: the Subscription's spec.config.env; kustomize: a patch on config/default's "+
+			"joist-controller-manager Deployment, see docs/aws.md) or pass the flags; the endpoint is "+
+			"`aws eks describe-cluster --name <cluster> --query cluster.endpoint`. For simulated nodes install config/kwok instead (%s=%s)",
+			provider, strings.Join(missing, " and "), cloudProviderE, providerKWOK)
+	}
+	if u, err := url.Parse(a.clusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("cluster endpoint from %s is not an https:// URL: set $%s or --%s to the API server URL, e.g. https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
+			env.source(clusterEndpointF), clusterEndpointE, clusterEndpointF)
+	}
+	if a.clusterCA != "" {
+		if _, err := base64.StdEncoding.DecodeString(a.clusterCA); err != nil {
+			return fmt.Errorf("cluster CA bundle from %s is not base64 (%w): set $%s or --%s to the base64 PEM bundle (`aws eks describe-cluster --query cluster.certificateAuthority.data`), or unset both to use the in-cluster CA",
+				sourceName(env, clusterCAF), err, clusterCAE, clusterCAF)
+		}
+	}
+	if a.clusterCIDR != "" {
+		if _, err := netip.ParsePrefix(a.clusterCIDR); err != nil {
+			return fmt.Errorf("service CIDR from %s is not a CIDR (%w): set $%s or --%s to e.g. 10.100.0.0/16, or unset both",
+				env.source(clusterCIDRF), err, clusterCIDRE, clusterCIDRF)
+		}
+	}
+	if a.vmMemoryOverhead < 0 || a.vmMemoryOverhead >= 1 {
+		return fmt.Errorf("VM memory overhead from %s must be a fraction in [0, 1): set $%s or --%s to e.g. 0.075",
+			env.source(vmOverheadF), vmOverheadE, vmOverheadF)
+	}
+	if a.reservedENIs < 0 {
+		return fmt.Errorf("reserved ENIs from %s must be ≥ 0: set $%s or --%s to 0 or more",
+			env.source(reservedENIsF), reservedENIsE, reservedENIsF)
+	}
+	return nil
+}
+
+// sourceName is where a flag's value came from, without the value (a CA bundle is kilobytes long).
+func sourceName(env *envFlags, name string) string {
+	if env.given(name) {
+		return "--" + name
+	}
+	return "$" + env.envOf[name]
 }
 
 const serviceAccountCA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 func (a *awsFlags) build(kube client.Client, unavailable *cloudprovider.UnavailableOfferings) (cloudprovider.CloudProvider, error) {
-	if a.clusterName == "" || a.clusterEndpoint == "" {
-		return nil, fmt.Errorf("--cloud-provider=aws needs --aws-cluster-name and --aws-cluster-endpoint (or $CLUSTER_NAME and $CLUSTER_ENDPOINT)")
-	}
-	if a.vmMemoryOverhead < 0 || a.vmMemoryOverhead >= 1 {
-		return nil, fmt.Errorf("--aws-vm-memory-overhead-percent must be in [0, 1), got %v", a.vmMemoryOverhead)
-	}
 	ca := a.clusterCA
 	if ca == "" {
 		data, err := os.ReadFile(serviceAccountCA)
 		if err != nil {
-			return nil, fmt.Errorf("no --aws-cluster-ca-bundle and no in-cluster CA to default it from: %w", err)
+			return nil, fmt.Errorf("no cluster CA bundle ($%s or --%s) and no in-cluster CA to default it from: %w", clusterCAE, clusterCAF, err)
 		}
 		ca = base64.StdEncoding.EncodeToString(data)
 	}

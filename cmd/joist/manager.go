@@ -82,6 +82,9 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	if f.gracefulShutdownTimeout <= 0 {
 		return f, zapOpts, fmt.Errorf("--graceful-shutdown-timeout must be > 0 (got %s)", f.gracefulShutdownTimeout)
 	}
+	if err := f.cloud.validate(); err != nil {
+		return f, zapOpts, err
+	}
 	if f.leaderElectionNS == "" {
 		f.leaderElectionNS = f.installNamespace
 	}
@@ -114,6 +117,7 @@ func runManager(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.Log.Info("cloud provider selected", "cloudProvider", f.cloud.provider, "selectedBy", f.cloud.providerSource())
 	scheme, err := newScheme()
 	if err != nil {
 		return err
@@ -143,8 +147,8 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	if cloud.Name() == "kwok" {
-		if err := checkNodeCreate(ctx, mgr.GetClient()); err != nil {
+	if cloud.Name() == providerKWOK {
+		if err := checkNodeCreate(ctx, mgr.GetClient(), f.cloud.providerSource()); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -94,7 +93,7 @@ func TestNoInstallButKWOKCreatesNodes(t *testing.T) {
 }
 
 // TestKWOKOverlay: config/kwok is config/default plus exactly the KWOK provider's ClusterRole and
-// its binding to the manager's ServiceAccount, and it selects --cloud-provider=kwok.
+// its binding to the manager's ServiceAccount, and it selects the kwok provider ($CLOUD_PROVIDER).
 func TestKWOKOverlay(t *testing.T) {
 	base, kwok := renderDefault(t), rendered{objs: render(t, "kwok")}
 	key := func(o *unstructured.Unstructured) string {
@@ -127,18 +126,14 @@ func TestKWOKOverlay(t *testing.T) {
 		binding.Subjects[0].Name != sa.Name || binding.Subjects[0].Namespace != sa.Namespace {
 		t.Errorf("KWOK binding %+v does not bind joist-kwok-node-creator to ServiceAccount %s/%s", binding, sa.Namespace, sa.Name)
 	}
-	args := func(r rendered) string {
+	for _, r := range []rendered{base, kwok} {
 		var dep appsv1.Deployment
 		r.get(t, "Deployment", "joist-controller-manager", &dep)
 		if dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
 			t.Errorf("manager runs as %s, want %s", dep.Spec.Template.Spec.ServiceAccountName, sa.Name)
 		}
-		return strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
 	}
-	if a := args(kwok); !strings.Contains(a, "--cloud-provider=kwok") {
-		t.Errorf("config/kwok manager args %q do not select --cloud-provider=kwok", a)
-	}
-	if a := args(base); strings.Contains(a, "--cloud-provider") {
-		t.Errorf("config/default manager args %q select a cloud provider: the overlays do", a)
+	if p, by := selectedProvider(managerContainer(t, kwok)); p != "kwok" || by != "env" {
+		t.Errorf("config/kwok selects provider %q by %q, want kwok through $CLOUD_PROVIDER", p, by)
 	}
 }
