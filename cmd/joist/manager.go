@@ -12,13 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/joist-dev/joist/cloudprovider"
 	cpmetrics "github.com/joist-dev/joist/cloudprovider/metrics"
 	"github.com/joist-dev/joist/controllers"
+	"github.com/joist-dev/joist/controllers/metrics/auth"
 	"github.com/joist-dev/joist/webhooks"
 )
 
@@ -99,13 +99,13 @@ func (f managerFlags) tlsOpts() []func(*tls.Config) {
 	return []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 }
 
-// metricsOptions serve /metrics over HTTPS behind controller-runtime's authentication and
-// authorization filter unless --metrics-secure=false.
+// metricsOptions serve /metrics over HTTPS behind a TokenReview and SubjectAccessReview filter
+// unless --metrics-secure=false.
 func (f managerFlags) metricsOptions() metricsserver.Options {
 	opts := metricsserver.Options{BindAddress: f.metricsAddr, TLSOpts: f.tlsOpts()}
 	if f.metricsSecure {
 		opts.SecureServing = true
-		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+		opts.FilterProvider = auth.Filter
 		opts.CertDir = f.metricsCertDir
 	}
 	return opts

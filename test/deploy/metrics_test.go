@@ -23,11 +23,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/controllers/metrics/auth"
 	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 	nodeclaimmetrics "github.com/joist-dev/joist/controllers/metrics/nodeclaim"
 	nodepoolmetrics "github.com/joist-dev/joist/controllers/metrics/nodepool"
@@ -52,7 +52,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme: e.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "127.0.0.1:" + strconv.Itoa(port), SecureServing: true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization},
+			FilterProvider: auth.Filter},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -79,6 +79,13 @@ func TestMetricsEndpoint(t *testing.T) {
 	waitFor(t, "metrics endpoint", func() bool { code, _ := scrape(url, ""); return code != 0 }, func() {})
 	if code, _ := scrape(url, ""); code != http.StatusUnauthorized {
 		t.Errorf("scrape without a token: HTTP %d, want 401", code)
+	}
+	if code, _ := scrape(url, "not-a-token"); code != http.StatusUnauthorized {
+		t.Errorf("scrape with a token the apiserver does not know: HTTP %d, want 401", code)
+	}
+	if code, body := scrape(url, serviceAccountToken(t, ctx, e, "no-metrics-access")); code != http.StatusForbidden ||
+		!strings.Contains(body, "Authorization denied for user system:serviceaccount:default:no-metrics-access") {
+		t.Errorf("scrape by a service account without the metrics-reader role: HTTP %d %q, want 403 naming it", code, body)
 	}
 
 	it, offering := its[0], its[0].Offerings[0]
@@ -157,16 +164,25 @@ func readerToken(t *testing.T, ctx context.Context, e *env.Env) string {
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: "default"}}},
 	}
-	for _, o := range objs {
+	for _, o := range objs[1:] {
 		if err := e.Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s: %v", o.GetName(), err)
 		}
+	}
+	return serviceAccountToken(t, ctx, e, "prometheus")
+}
+
+// serviceAccountToken creates service account default/name and returns a token of it.
+func serviceAccountToken(t *testing.T, ctx context.Context, e *env.Env, name string) string {
+	t.Helper()
+	if err := e.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}); err != nil {
+		t.Fatalf("creating service account %s: %v", name, err)
 	}
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("requesting a token: %v", err)
 	}
