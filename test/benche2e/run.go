@@ -49,7 +49,7 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	args := append([]string{"--leader-elect=false", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
+	args := append([]string{"--leader-elect=false", "--cloud-provider=kwok", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, managerArgs...)
 	cmd := exec.Command(joist, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)

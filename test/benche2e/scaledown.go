@@ -238,7 +238,7 @@ func observe(ctx context.Context, kube client.Client) (clusterState, error) {
 
 // startBenchManager starts the joist manager as run.go does (no webhooks, logs in the env's log dir).
 func startBenchManager(e *env.Env, joist string) (*exec.Cmd, func(), error) {
-	args := append([]string{"--leader-elect=false", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
+	args := append([]string{"--leader-elect=false", "--cloud-provider=kwok", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, managerArgs...)
 	cmd := exec.Command(joist, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)

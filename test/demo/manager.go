@@ -35,6 +35,7 @@ func startManager(e *env.Env, binary string) (*manager, error) {
 	wh := e.WebhookInstallOptions
 	cmd := exec.Command(binary,
 		"--leader-elect=false",
+		"--cloud-provider=kwok", // whatever $CLOUD_PROVIDER the shell exports
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(metrics),
 		"--health-probe-bind-address=0",
 		"--webhook-port="+strconv.Itoa(wh.LocalServingPort),
