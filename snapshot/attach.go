@@ -7,6 +7,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/joist-dev/joist/podkind"
+	"github.com/joist-dev/joist/solver"
 )
 
 // Volume attach limits. A node attaches at most so many volumes of each CSI driver (an EBS-backed
@@ -66,10 +67,11 @@ func attachLimits(node *corev1.Node, csiNode *storagev1.CSINode) map[string]int 
 	return out
 }
 
-// volumeDrivers maps "namespace/claim" of the claims the pods mount to the CSI driver attaching
-// the volume: the bound volume's CSI driver (or the driver its in-tree plugin migrated to), else
-// the provisioner of the claim's StorageClass. Claims of neither kind (NFS, local, unknown class)
-// are absent and count against no limit.
+// volumeDrivers maps the keys of the pods' volumes (solver.PodVolumes) to the CSI driver attaching
+// each: an inline CSI volume's driver; for a claim, the bound volume's CSI driver (or the driver its
+// in-tree plugin migrated to), else the provisioner of the claim's StorageClass — for a generic
+// ephemeral volume whose claim does not exist yet, of its template's class. Volumes of neither kind
+// (NFS, local, unknown class) are absent and count against no limit.
 func volumeDrivers(pods []*corev1.Pod, x *volumeIndex) map[string]string {
 	out := map[string]string{}
 	seen := map[string]bool{}
@@ -77,15 +79,23 @@ func volumeDrivers(pods []*corev1.Pod, x *volumeIndex) map[string]string {
 		if pod == nil || podkind.IsFinished(pod) {
 			continue
 		}
-		claimKeys(pod, func(key string) {
-			if seen[key] {
-				return
+		for _, vol := range solver.PodVolumes(pod) {
+			if seen[vol.Key] {
+				continue
 			}
-			seen[key] = true
-			if d := claimDriver(x.lookup(key)); d != "" {
-				out[key] = d
+			seen[vol.Key] = true
+			d := vol.CSIDriver
+			if d == "" {
+				pvc, pv, sc := x.lookup(vol.Key)
+				if pvc == nil && pv == nil && vol.Template != nil {
+					pvc, sc = &corev1.PersistentVolumeClaim{Spec: vol.Template.Spec}, x.templateClass(vol.Template)
+				}
+				d = claimDriver(pvc, pv, sc)
 			}
-		})
+			if d != "" {
+				out[vol.Key] = d
+			}
+		}
 	}
 	return out
 }

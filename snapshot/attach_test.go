@@ -79,3 +79,60 @@ func TestVolumeAttachLimits(t *testing.T) {
 		t.Errorf("want a new node for the pod with the second EBS volume, got %+v", res.NewNodeClaims)
 	}
 }
+
+// TestEphemeralAndInlineVolumesCountAgainstAttachLimits: as the kube-scheduler counts them, a generic
+// ephemeral volume (its claim <pod>-<volume> not created yet: the template's class decides) and an
+// inline CSI volume take an attach slot; the node attaching two EBS volumes, one in use, takes only
+// one of the two pods. The ephemeral claim's zones come from its class's allowedTopologies.
+func TestEphemeralAndInlineVolumesCountAgainstAttachLimits(t *testing.T) {
+	const ebs = "ebs.csi.aws.com"
+	n1 := node("n1", "a")
+	csiNode := &storagev1.CSINode{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{
+		{Name: ebs, NodeID: "i-1", Allocatable: &storagev1.VolumeNodeResources{Count: ptr.To[int32](2)}}}}}
+	old := withClaim(pendingPod("old"), "old")
+	old.Spec.NodeName = "n1"
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-old"}, Spec: corev1.PersistentVolumeSpec{
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: ebs, VolumeHandle: "vol-1"}}}}
+	wffc := storagev1.VolumeBindingWaitForFirstConsumer
+	zoned := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "gp3-zone-a", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}},
+		Provisioner: ebs, VolumeBindingMode: &wffc,
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: corev1.LabelTopologyZone, Values: []string{"z1"}}}}}}
+	scratch := pendingPod("scratch")
+	scratch.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}}}}}
+	inline := pendingPod("inline")
+	inline.Spec.Volumes = []corev1.Volume{{Name: "secrets", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: ebs}}}}
+	c := Cluster{
+		NodePools:              []*v1.NodePool{nodePool("a")},
+		Nodes:                  []*corev1.Node{n1},
+		NodeClaims:             []*v1.NodeClaim{claim("a-1", "a", "n1")},
+		CSINodes:               []*storagev1.CSINode{csiNode},
+		StorageClasses:         []*storagev1.StorageClass{zoned},
+		PersistentVolumes:      []*corev1.PersistentVolume{pv},
+		PersistentVolumeClaims: []*corev1.PersistentVolumeClaim{claimOf("old", "gp3-zone-a", "pv-old")},
+		Pods:                   []*corev1.Pod{old, scratch, inline},
+	}
+	s, err := Build(c, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, w := range map[string]string{"default/scratch-data": ebs, "default/inline/secrets": ebs} {
+		if g := s.Input.VolumeDrivers[k]; g != w {
+			t.Errorf("driver of %s = %q, want %q (all: %v)", k, g, w, s.Input.VolumeDrivers)
+		}
+	}
+	if z := s.Input.VolumeZones["default/scratch-data"]; len(z) != 1 || z[0] != "z1" {
+		t.Errorf("zones of the ephemeral claim = %v, want [z1]", z)
+	}
+	res := solver.Solve(s.Input)
+	if err := verify.Verify(s.Input, res); err != nil {
+		t.Fatal(err)
+	}
+	onN1 := 0
+	for _, p := range res.ExistingPlacements {
+		onN1 += len(p.Pods)
+	}
+	if onN1 != 1 || len(res.NewNodeClaims) != 1 || len(res.NewNodeClaims[0].Pods) != 1 {
+		t.Errorf("want one pod on n1 (one EBS slot left) and the other on a new node; got %d on n1, %d new claims, %d unschedulable", onN1, len(res.NewNodeClaims), len(res.Unschedulable))
+	}
+}

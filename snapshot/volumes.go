@@ -8,6 +8,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
 )
 
 // IsZoneKey reports whether a volume topology key names a zone: topology.kubernetes.io/zone, the
@@ -84,13 +85,13 @@ func (x *volumeIndex) lookup(key string) (*corev1.PersistentVolumeClaim, *corev1
 	return pvc, pv, sc
 }
 
-// claimKeys calls f with "namespace/claim" of each claim the pod mounts.
-func claimKeys(pod *corev1.Pod, f func(key string)) {
-	for _, vol := range pod.Spec.Volumes {
-		if vol.PersistentVolumeClaim != nil {
-			f(pod.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName)
-		}
+// templateClass is the StorageClass a generic ephemeral volume's claim will get: its template's,
+// else the default class.
+func (x *volumeIndex) templateClass(t *corev1.PersistentVolumeClaimTemplate) *storagev1.StorageClass {
+	if t.Spec.StorageClassName != nil {
+		return x.classes[*t.Spec.StorageClassName]
 	}
+	return x.defaultClass
 }
 
 // volumeZones maps "namespace/claim" of the pending pods' claims to the zones their volumes can be in:
@@ -99,21 +100,23 @@ func claimKeys(pod *corev1.Pod, f func(key string)) {
 func volumeZones(pending []*corev1.Pod, x *volumeIndex) map[string][]string {
 	out := map[string][]string{}
 	for _, pod := range pending {
-		claimKeys(pod, func(key string) {
-			if _, done := out[key]; done {
-				return
+		for _, vol := range solver.PodVolumes(pod) {
+			if _, done := out[vol.Key]; done || vol.CSIDriver != "" {
+				continue
 			}
 			var zones []string
-			switch pvc, pv, sc := x.lookup(key); {
+			switch pvc, pv, sc := x.lookup(vol.Key); {
 			case pv != nil:
 				zones = pvZones(pv)
 			case pvc != nil:
 				zones = waitingZones(sc)
+			case vol.Template != nil:
+				zones = waitingZones(x.templateClass(vol.Template))
 			}
 			if len(zones) > 0 {
-				out[key] = zones
+				out[vol.Key] = zones
 			}
-		})
+		}
 	}
 	return out
 }

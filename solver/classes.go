@@ -109,14 +109,12 @@ type classKey struct {
 	Req         resVec
 }
 
+// claimNames are the keys of p's attachable volumes (PodVolumes).
 func (s *solver) claimNames(p *corev1.Pod) []string {
 	var out []string
-	for _, v := range p.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			out = append(out, p.Namespace+"/"+v.PersistentVolumeClaim.ClaimName)
-		}
+	for _, v := range PodVolumes(p) {
+		out = append(out, v.Key)
 	}
-	sort.Strings(out)
 	return out
 }
 

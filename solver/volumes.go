@@ -3,7 +3,7 @@ package solver
 import "fmt"
 
 // Volume attach limits: an existing node attaches at most VolumeLimits[driver] volumes of a CSI
-// driver. The volumes of a pod are its claims that Input.VolumeDrivers maps to a driver; each counts
+// driver. The volumes of a pod are its PodVolumes that Input.VolumeDrivers maps to a driver; each counts
 // once per node, however many pods share it. New nodes have no known limit (their CSINode appears
 // only after registration), as in Karpenter.
 

@@ -328,10 +328,16 @@ func (v *verifier) checkNode(n *vnode) {
 			v.fail("pod %s on %s: node selector/affinity does not match the node's labels", podKey(p), n.name)
 		}
 		for _, vol := range p.Spec.Volumes {
-			if vol.PersistentVolumeClaim == nil {
+			var claim string
+			switch {
+			case vol.PersistentVolumeClaim != nil:
+				claim = vol.PersistentVolumeClaim.ClaimName
+			case vol.Ephemeral != nil:
+				claim = p.Name + "-" + vol.Name
+			default:
 				continue
 			}
-			zones, ok := v.in.VolumeZones[p.Namespace+"/"+vol.PersistentVolumeClaim.ClaimName]
+			zones, ok := v.in.VolumeZones[p.Namespace+"/"+claim]
 			if !ok || len(zones) == 0 {
 				continue
 			}
@@ -340,7 +346,7 @@ func (v *verifier) checkNode(n *vnode) {
 				found = found || (n.hasZone && z == n.zone)
 			}
 			if !found {
-				v.fail("pod %s on %s (zone %q): volume %s lives in %v", podKey(p), n.name, n.zone, vol.PersistentVolumeClaim.ClaimName, zones)
+				v.fail("pod %s on %s (zone %q): volume %s lives in %v", podKey(p), n.name, n.zone, claim, zones)
 			}
 		}
 	}

@@ -12,10 +12,17 @@ func (v *verifier) checkVolumeLimits(n *vnode) {
 	grows := map[string]bool{}
 	count := func(p *corev1.Pod, placed bool) {
 		for _, vol := range p.Spec.Volumes {
-			if vol.PersistentVolumeClaim == nil {
+			var claim string
+			switch {
+			case vol.PersistentVolumeClaim != nil:
+				claim = p.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
+			case vol.Ephemeral != nil: // the ephemeral volume controller names the claim <pod>-<volume>
+				claim = p.Namespace + "/" + p.Name + "-" + vol.Name
+			case vol.CSI != nil: // inline: one volume per pod
+				claim = p.Namespace + "/" + p.Name + "/" + vol.Name
+			default:
 				continue
 			}
-			claim := p.Namespace + "/" + vol.PersistentVolumeClaim.ClaimName
 			driver, ok := v.in.VolumeDrivers[claim]
 			if !ok {
 				continue
