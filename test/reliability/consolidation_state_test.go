@@ -162,4 +162,3 @@ func planFromScratch(t interface{ Fatal(...any) }, np *v1.NodePool, deploys []*a
 	}
 	return solver.Solve(solver.Input{Pods: pods, NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
 }
-
