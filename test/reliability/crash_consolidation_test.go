@@ -58,7 +58,9 @@ func TestCrashDuringConsolidation(t *testing.T) {
 			extra = time.Duration(1000+r.Intn(40000)) * time.Millisecond
 		}
 		ok := t.Run(fmt.Sprintf("trial-%02d", trial), func(t *testing.T) {
-			rows = append(rows, consolidationCrashTrial(t, pods, moment, extra, quiet, timeout))
+			row := consolidationCrashTrial(t, pods, moment, extra, quiet, timeout)
+			t.Log(row)
+			rows = append(rows, row)
 		})
 		if !ok {
 			rows = append(rows, fmt.Sprintf("| %d | %s + %s | FAILED | | | | | | | | | |", trial, moment, extra.Round(10*time.Millisecond)))
