@@ -41,11 +41,11 @@ var killMoments = []killMoment{killAtReplacement, killAtTaint, killAtDrain, kill
 // one. The commands lived in the dead process's memory only. Pass: every remaining pod Running, no
 // node left tainted, no live claim left Disrupting, no duplicate, leaked or stuck instance, and the
 // cluster consolidated to within consolidatedBound of the solver's from-scratch plan, stable for a
-// quiet window. Short: 2 trials of 40 pods; RELIABILITY_LONG: 12 trials of 300 pods.
+// quiet window. Short: 2 trials of 40 pods; RELIABILITY_LONG: 8 trials of 300 pods.
 func TestCrashDuringConsolidation(t *testing.T) {
 	trials, pods, quiet, timeout := 2, 40, 15*time.Second, 5*time.Minute
 	if long() {
-		trials, pods, quiet, timeout = 12, 300, 30*time.Second, 12*time.Minute
+		trials, pods, quiet, timeout = 8, 300, 30*time.Second, 12*time.Minute
 	}
 	seed := time.Now().UnixNano()
 	r := rand.New(rand.NewSource(seed))
