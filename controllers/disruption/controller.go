@@ -105,7 +105,15 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	var errs []error
-	errs = append(errs, c.releaseOrphans(ctx, cl))
+	released, err := c.releaseOrphans(ctx, cl)
+	errs = append(errs, err)
+	if released {
+		// Re-read: the status write below patches each claim's conditions from this read, and would
+		// put the Disrupting condition just cleared back.
+		if cl, err = c.readCluster(ctx); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+	}
 	errs = append(errs, c.expire(ctx, cl, now))
 	members := c.members(cl, now)
 	errs = append(errs, c.updateStatus(ctx, cl, members, now))
@@ -155,8 +163,8 @@ func (c *Controller) busyPools() map[string]bool {
 
 // releaseOrphans untaints and unmarks nodes left tainted or Disrupting by a command this process
 // does not know (the manager restarted mid-command): they are not being deleted, so the command
-// never finished; the next plan decides afresh.
-func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) error {
+// never finished; the next plan decides afresh. It reports whether it released any.
+func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) (bool, error) {
 	owned := map[string]bool{}
 	c.mu.Lock()
 	for _, cmd := range c.commands {
@@ -166,6 +174,7 @@ func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) error {
 	}
 	c.mu.Unlock()
 	var errs []error
+	released := false
 	for _, nc := range cl.claims {
 		if owned[nc.Name] || !nc.DeletionTimestamp.IsZero() {
 			continue
@@ -179,12 +188,13 @@ func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) error {
 			continue // draining: termination owns the taint
 		}
 		log.FromContext(ctx).Info("releasing node of an unfinished disruption command", "nodeclaim", nc.Name)
+		released = true
 		if tainted {
 			errs = append(errs, c.setTaint(ctx, node.Name, false))
 		}
 		errs = append(errs, c.setDisrupting(ctx, nc.Name, false, "", ""))
 	}
-	return errors.Join(errs...)
+	return released, errors.Join(errs...)
 }
 
 func (c *Controller) track(cmd *command) {

@@ -49,6 +49,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, m := range members {
 		byNode[m.node.Name] = m
 	}
+	in = withDisplaced(in, displacedPods(cl, in.Pods))
 	cin := solver.ConsolidationInput{Input: in, Budgets: budgets}
 	cin.Pods = nil
 	inSnapshot := map[string]bool{}

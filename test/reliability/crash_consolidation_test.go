@@ -1,0 +1,259 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// consolidatedBound is how far above the solver's from-scratch plan for the remaining pods the
+// consolidated cluster may stay ($/h): consolidation moves pods incrementally, a node at a time, and
+// stops where no single command saves money (docs/disruption.md), so it does not reach the plan
+// exactly even without a crash.
+const consolidatedBound = 1.25
+
+// killMoment is when, after the scale-down, a trial SIGKILLs the manager: once the first process
+// shows a command in flight in the apiserver, plus a random extra delay.
+type killMoment string
+
+const (
+	// killAtReplacement: a replace command started (its log line names the replacements launched).
+	killAtReplacement killMoment = "replacement launched"
+	// killAtTaint: a node carries karpenter.sh/disrupted or a claim is Disrupting (command started).
+	killAtTaint killMoment = "node tainted"
+	// killAtDrain: a NodeClaim is being deleted (command executed; termination draining).
+	killAtDrain killMoment = "claim deleting"
+	// killAtRandom: a random delay after the scale-down, whatever is happening.
+	killAtRandom killMoment = "random"
+)
+
+var killMoments = []killMoment{killAtReplacement, killAtTaint, killAtDrain, killAtRandom}
+
+// TestCrashDuringConsolidation scales a cluster up, enables consolidation and scales every
+// Deployment to 30%, then SIGKILLs the manager process while consolidation commands are in flight
+// (nodes tainted and marked Disrupting, replacements launching, nodes draining) and starts a new
+// one. The commands lived in the dead process's memory only. Pass: every remaining pod Running, no
+// node left tainted, no live claim left Disrupting, no duplicate, leaked or stuck instance, and the
+// cluster consolidated to within consolidatedBound of the solver's from-scratch plan, stable for a
+// quiet window. Short: 2 trials of 40 pods; RELIABILITY_LONG: 8 trials of 300 pods.
+func TestCrashDuringConsolidation(t *testing.T) {
+	trials, pods, quiet, timeout := 2, 40, 15*time.Second, 5*time.Minute
+	if long() {
+		trials, pods, quiet, timeout = 8, 300, 30*time.Second, 12*time.Minute
+	}
+	seed := time.Now().UnixNano()
+	r := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	var rows []string
+	for trial := 0; trial < trials; trial++ {
+		moment := killMoments[trial%len(killMoments)]
+		extra := time.Duration(r.Intn(12000)) * time.Millisecond
+		if moment == killAtRandom {
+			extra = time.Duration(1000+r.Intn(40000)) * time.Millisecond
+		}
+		ok := t.Run(fmt.Sprintf("trial-%02d", trial), func(t *testing.T) {
+			row := consolidationCrashTrial(t, pods, moment, extra, quiet, timeout)
+			t.Log(row)
+			rows = append(rows, row)
+		})
+		if !ok {
+			rows = append(rows, fmt.Sprintf("| %d | %s + %s | FAILED | | | | | | | | | |", trial, moment, extra.Round(10*time.Millisecond)))
+		}
+	}
+	report(t, "crash during consolidation", "| trial | killed at | killed after | in flight at the kill | consolidated after | nodes | $/h after | ÷ plan | commands replace / delete | nodes released | claims launched | of which provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|---|", rows)
+}
+
+func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, quiet, timeout time.Duration) string {
+	ctx := context.Background()
+	s := newStack(t)
+	if dir := os.Getenv("RELIABILITY_KEEP_LOGS"); dir != "" {
+		t.Cleanup(func() { s.keepLogs(t, filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))) })
+	}
+	s.setUp(ctx, time.Second)
+	// No consolidation while the cluster grows: the trial is about the scale-down.
+	s.consolidating(ctx, "Never")
+	s.start()
+	deploys := deployments(pods)
+	for _, d := range deploys {
+		if err := s.kube.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.waitRunning(ctx, pods, 10*time.Minute)
+	if _, err := s.settle(ctx, 3*time.Minute); err != nil {
+		t.Fatalf("after the scale-up: %v", err)
+	}
+	before, err := s.viewConsolidation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaledDown := time.Now()
+	np := s.consolidating(ctx, "0s")
+	down := s.scaleTo(ctx, deploys, 30)
+	want := 0
+	for _, d := range down {
+		want += int(*d.Spec.Replicas)
+	}
+	plan := planFromScratch(t, np, down)
+
+	atKill, seen := s.waitKillMoment(ctx, t, moment, scaledDown, 3*time.Minute)
+	time.Sleep(extra)
+	if v, err := s.viewConsolidation(ctx); err == nil {
+		atKill = v
+	}
+	s.kill()
+	killedAfter := time.Since(scaledDown)
+	t.Logf("killed %s after the scale-down (%s + %s; seen: %t): %s", killedAfter.Round(10*time.Millisecond), moment, extra, seen, atKill)
+	s.start()
+
+	after, consolidated, launched := s.waitConsolidated(ctx, t, scaledDown, before, want, plan.CostPerHour, quiet, timeout)
+	ratio := after.cost / plan.CostPerHour
+	first, err := s.readDisruptionLog(1, scaledDown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.readDisruptionLog(2, scaledDown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replacements the first process launched are gone (emptiness removed those whose command died)
+	// or host pods.
+	if idle, err := s.idleReplacements(ctx, first.replacements); err != nil {
+		t.Fatal(err)
+	} else if len(idle) > 0 {
+		t.Errorf("replacements launched before the crash still exist with no pod: %v", idle)
+	}
+	total := first
+	total.add(second)
+	t.Logf("consolidated %s after the scale-down: %d → %d nodes, $%.3f → $%.3f/h; plan for %d pods from scratch %d nodes $%.3f/h (÷ %.3f); %d claims launched; commands: %d replace, %d delete (%d by the first process), %d abandoned; %d nodes released after the restart; %d claims provisioned for displaced pods",
+		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), before.cost, after.cost, want,
+		len(plan.NewNodeClaims), plan.CostPerHour, ratio, launched, total.replaces, total.deletes, first.replaces+first.deletes, total.abandoned, second.released, total.provisioned)
+	at := moment
+	if !seen {
+		at += " (not seen)"
+	}
+	return fmt.Sprintf("| %s | %s + %s | %s | %d tainted, %d disrupting, %d launching, %d deleting | %s | %d → %d | $%.3f | %.3f | %d / %d | %d | %d | %d |",
+		strings.TrimPrefix(t.Name(), "TestCrashDuringConsolidation/"), at, extra.Round(10*time.Millisecond),
+		killedAfter.Round(100*time.Millisecond), len(atKill.tainted), len(atKill.disrupting), atKill.uninitialized, atKill.deleting,
+		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), after.cost, ratio, total.replaces, total.deletes, second.released, launched, total.provisioned)
+}
+
+// waitKillMoment waits (up to timeout) until the first manager shows the moment in the apiserver; it
+// reports whether it saw it (a trial whose consolidation never launches a replacement is killed at
+// the timeout instead).
+func (s *stack) waitKillMoment(ctx context.Context, t *testing.T, moment killMoment, since time.Time, timeout time.Duration) (consolidationView, bool) {
+	deadline := time.Now().Add(timeout)
+	for {
+		v, err := s.viewConsolidation(ctx)
+		if err == nil {
+			switch moment {
+			case killAtRandom:
+				return v, true
+			case killAtTaint:
+				if len(v.tainted) > 0 || len(v.disrupting) > 0 {
+					return v, true
+				}
+			case killAtDrain:
+				if v.deleting > 0 {
+					return v, true
+				}
+			case killAtReplacement:
+				if d, err := s.readDisruptionLog(s.starts, since); err == nil && d.replaces > 0 {
+					return v, true
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Logf("no %q within %s: killing anyway", moment, timeout)
+			return v, false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitConsolidated waits for the consolidated state: want pods Running and none pending, no node
+// tainted, no live claim Disrupting, none deleting or uninitialized, no duplicate or leaked
+// instance, $/h within consolidatedBound of planCost, all unchanged for quiet. It returns that state,
+// when it was reached (its last change, since scaledDown) and how many claims
+// were launched since before.
+func (s *stack) waitConsolidated(ctx context.Context, t *testing.T, scaledDown time.Time, before consolidationView, want int, planCost float64,
+	quiet, timeout time.Duration) (consolidationView, time.Duration, int) {
+	start := time.Now()
+	seen := map[string]bool{}
+	for name := range before.claims {
+		seen[name] = true
+	}
+	launched := 0
+	var (
+		last       consolidationView
+		lastChange = start
+		inv        inventory
+		why        string
+	)
+	for {
+		v, err := s.viewConsolidation(ctx)
+		if err == nil {
+			inv, err = s.inventory(ctx)
+		}
+		if err == nil {
+			for name := range v.claims {
+				if !seen[name] {
+					seen[name] = true
+					launched++
+				}
+			}
+			if v.key() != last.key() {
+				last, lastChange = v, time.Now()
+			}
+			why = notConsolidated(v, inv, want, planCost)
+			if why == "" && time.Since(lastChange) >= quiet {
+				return v, lastChange.Sub(scaledDown), launched
+			}
+		} else {
+			why = err.Error()
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("not consolidated %s after the restart: %s (%s; %s; tainted %v; disrupting %v; leaked %v; stuck %v)",
+				timeout, why, last, inv, last.tainted, last.disrupting, inv.leaked, inv.stuck)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// notConsolidated says why the cluster is not in its consolidated state yet, or "".
+func notConsolidated(v consolidationView, inv inventory, want int, planCost float64) string {
+	switch {
+	case v.running != want || v.pending > 0:
+		return fmt.Sprintf("%d of %d pods running, %d pending", v.running, want, v.pending)
+	case len(v.tainted) > 0:
+		return fmt.Sprintf("nodes still tainted karpenter.sh/disrupted: %s", strings.Join(v.tainted, ","))
+	case len(v.disrupting) > 0:
+		return fmt.Sprintf("claims still Disrupting: %s", strings.Join(v.disrupting, ","))
+	case v.deleting > 0 || v.uninitialized > 0:
+		return fmt.Sprintf("%d claims deleting, %d uninitialized", v.deleting, v.uninitialized)
+	case inv.duplicates > 0 || len(inv.leaked) > 0 || len(inv.stuck) > 0 || inv.emptyNodes > 0:
+		return fmt.Sprintf("inventory: %s", inv)
+	case v.cost > consolidatedBound*planCost:
+		return fmt.Sprintf("$%.3f/h is over %.2f × the plan's $%.3f/h", v.cost, consolidatedBound, planCost)
+	}
+	return ""
+}
+
+// keepLogs copies the trial's process logs to dir ($RELIABILITY_KEEP_LOGS), for reading a trial
+// that passed.
+func (s *stack) keepLogs(t *testing.T, dir string) {
+	s.kill()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Log(err)
+		return
+	}
+	if out, err := exec.Command("sh", "-c", "cp "+filepath.Join(s.env.LogDir, "*.log")+" "+dir).CombinedOutput(); err != nil {
+		t.Logf("keeping logs: %v: %s", err, out)
+	}
+}
