@@ -73,7 +73,7 @@ test-reliability: k8s-assets ## Long reliability suites (crash, cloud faults, sc
 	$(GO) build -o bin/joist ./cmd/joist
 	rm -f $(RELIABILITY_REPORT)
 	JOIST_BINARY=$(CURDIR)/bin/joist RELIABILITY_LONG=1 RELIABILITY_REPORT=$(RELIABILITY_REPORT) \
-		$(GO) test ./test/reliability -run '$(RELIABILITY_RUN)' -count=1 -v -timeout 180m
+		$(GO) test ./test/reliability -run '$(RELIABILITY_RUN)' -count=1 -v -timeout 300m
 	@for t in $(FUZZ_TARGETS); do \
 		echo "fuzzing $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
 		$(GO) test $${t%%:*} -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) || exit 1; \

@@ -79,7 +79,7 @@ func newStack(t *testing.T, extraArgs ...string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, env: e, kube: kube, args: append([]string{"--leader-elect=false", "--enable-webhooks=false",
+	s := &stack{t: t, env: e, kube: kube, args: append([]string{"--leader-elect=false", "--cloud-provider=kwok", "--enable-webhooks=false",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, extraArgs...)}
 	t.Cleanup(func() { s.kill() })
 	return s
