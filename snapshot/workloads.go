@@ -14,6 +14,22 @@ import (
 	"k8s.io/utils/ptr"
 )
 
+// ExpandAll is Expand over several workloads, their pods in order.
+func ExpandAll[T runtime.Object](objs []T) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	for _, obj := range objs {
+		ps, err := Expand(obj)
+		if err != nil {
+			if m, ok := any(obj).(metav1.Object); ok {
+				return nil, fmt.Errorf("expanding %s/%s: %w", m.GetNamespace(), m.GetName(), err)
+			}
+			return nil, err
+		}
+		pods = append(pods, ps...)
+	}
+	return pods, nil
+}
+
 // Expand turns a workload into the pods its controller would create: Deployments spec.replicas pods
 // (default 1) named <name>-<hash>-<i>, ReplicaSets <name>-<i>, StatefulSets spec.replicas pods named
 // <name>-<i> with their volume claims, Jobs min(parallelism, completions) pods (default 1). Pods get

@@ -206,13 +206,9 @@ func deployments() []*appsv1.Deployment {
 // expand turns the Deployments into their pods with the expander the provisioner's tests and
 // `joist simulate` share.
 func expand(deploys []*appsv1.Deployment) []*corev1.Pod {
-	var pods []*corev1.Pod
-	for _, d := range deploys {
-		ps, err := snapshot.Expand(d)
-		if err != nil {
-			panic(fmt.Sprintf("expanding deployment %s: %v", d.Name, err)) // the benchmark's own fixed workloads
-		}
-		pods = append(pods, ps...)
+	pods, err := snapshot.ExpandAll(deploys)
+	if err != nil {
+		panic(err) // the benchmark's own fixed workloads
 	}
 	return pods
 }

@@ -37,13 +37,9 @@ func nodeSelector(key, value string) func(*corev1.PodSpec) {
 // `joist simulate` use.
 func offlinePlan(t *testing.T, np *v1.NodePool, deploys ...*appsv1.Deployment) solver.Result {
 	t.Helper()
-	var pods []*corev1.Pod
-	for _, d := range deploys {
-		ps, err := snapshot.Expand(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, ps...)
+	pods, err := snapshot.ExpandAll(deploys)
+	if err != nil {
+		t.Fatal(err)
 	}
 	s, err := snapshot.Build(snapshot.Cluster{NodePools: []*v1.NodePool{np}, Pods: pods}, snapshot.Options{
 		InstanceTypes: func(*v1.NodePool) ([]*catalog.InstanceType, error) { return catalog.Default(), nil },

@@ -152,13 +152,9 @@ func (s *stack) scaleTo(ctx context.Context, deploys []*appsv1.Deployment, perce
 // planFromScratch is the solver's plan for the Deployments' pods on an empty cluster: the
 // consolidated state the cluster should approach.
 func planFromScratch(t interface{ Fatal(...any) }, np *v1.NodePool, deploys []*appsv1.Deployment) solver.Result {
-	var pods []*corev1.Pod
-	for _, d := range deploys {
-		ps, err := snapshot.Expand(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pods = append(pods, ps...)
+	pods, err := snapshot.ExpandAll(deploys)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return solver.Solve(solver.Input{Pods: pods, NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
 }
