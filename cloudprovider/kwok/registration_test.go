@@ -96,8 +96,18 @@ func TestBootingInstanceSurvivesManagerCrash(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: "a"}, &kwokv1alpha1.KWOKInstance{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the booting record must go once the node registered (err %v)", err)
+	// Registration creates the Node first and deletes the booting record right after: wait for
+	// the second step instead of reading the record the moment the Node appears.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		err := e.Client.Get(ctx, client.ObjectKey{Name: "a"}, &kwokv1alpha1.KWOKInstance{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the booting record must go once the node registered (err %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
