@@ -85,6 +85,7 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 	var errs []error
 	if p.pricing != nil {
 		if prices, err := OnDemandPrices(ctx, p.pricing, p.region); err != nil {
+			staleServed.WithLabelValues("on-demand-prices").Inc()
 			errs = append(errs, fmt.Errorf("refreshing on-demand prices (keeping prices from %s): %w", p.onDemandDate.Format(time.RFC3339), err))
 		} else if len(prices) > 0 {
 			p.mu.Lock()
@@ -100,6 +101,7 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 func (p *Prices) RefreshSpot(ctx context.Context) error {
 	spot, err := p.spotPrices(ctx)
 	if err != nil {
+		staleServed.WithLabelValues("spot-prices").Inc()
 		p.report(ctx, false)
 		return fmt.Errorf("refreshing spot prices (keeping the previous ones): %w", err)
 	}
