@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -214,7 +215,7 @@ func OnDemandPrices(ctx context.Context, c *pricing.Client, region string) (map[
 			return nil, fmt.Errorf("getting products: %w", err)
 		}
 		for _, doc := range page.PriceList {
-			it, price, err := parseProduct(doc)
+			it, price, err := parseProduct(doc, currency(region))
 			if err != nil {
 				return nil, err
 			}
@@ -242,20 +243,28 @@ type product struct {
 	} `json:"terms"`
 }
 
-func parseProduct(doc string) (string, float64, error) {
+// currency is what the Pricing API quotes a region's prices in: CNY in China, USD elsewhere.
+func currency(region string) string {
+	if strings.HasPrefix(region, "cn-") {
+		return "CNY"
+	}
+	return "USD"
+}
+
+func parseProduct(doc, currency string) (string, float64, error) {
 	var p product
 	if err := json.Unmarshal([]byte(doc), &p); err != nil {
 		return "", 0, fmt.Errorf("parsing price list document: %w", err)
 	}
 	for _, term := range p.Terms.OnDemand {
 		for _, dim := range term.PriceDimensions {
-			usd, ok := dim.PricePerUnit["USD"]
+			amount, ok := dim.PricePerUnit[currency]
 			if !ok {
 				continue
 			}
-			price, err := strconv.ParseFloat(usd, 64)
+			price, err := strconv.ParseFloat(amount, 64)
 			if err != nil {
-				return "", 0, fmt.Errorf("price %q of %s: %w", usd, p.Product.Attributes.InstanceType, err)
+				return "", 0, fmt.Errorf("price %q %s of %s: %w", amount, currency, p.Product.Attributes.InstanceType, err)
 			}
 			return p.Product.Attributes.InstanceType, price, nil
 		}
