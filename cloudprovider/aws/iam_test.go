@@ -127,3 +127,23 @@ func TestUnauthorizedLaunchIsTerminalAndNamesThePermission(t *testing.T) {
 		t.Errorf("CreateFleet calls = %d, want 1 (no retry of an authorization failure)", n)
 	}
 }
+
+// A role that may not create launch templates: EC2's top-level 403 UnauthorizedOperation (its XML
+// error shape, read by the real SDK) becomes the same terminal error, naming CreateLaunchTemplate.
+func TestUnauthorizedLaunchTemplateIsTerminal(t *testing.T) {
+	w := newWorld(t)
+	p, err := fake.ParsePolicy([]byte(`{"Version":"2012-10-17","Statement":[
+	  {"Effect":"Allow","Action":["ec2:Describe*","ssm:GetParameter","ec2:CreateFleet","ec2:RunInstances","ec2:CreateTags"],"Resource":"*"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.aws.SetPolicy(p)
+	w.apply(t, nodeClass("default"))
+	_, err = w.provider.Create(context.Background(), claim("no-lt", req(v1.CapacityTypeLabelKey, "In", "on-demand")))
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !strings.Contains(err.Error(), "ec2:CreateLaunchTemplate on arn:aws:ec2:us-west-2:123456789012:launch-template/*") {
+		t.Fatalf("Create = %v, want a terminal error naming ec2:CreateLaunchTemplate", err)
+	}
+	if n := len(w.aws.Calls("CreateLaunchTemplate")); n != 1 {
+		t.Errorf("CreateLaunchTemplate calls = %d, want 1 (the SDK does not retry UnauthorizedOperation)", n)
+	}
+}
