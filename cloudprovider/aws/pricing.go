@@ -45,10 +45,18 @@ type Prices struct {
 	spotDate     time.Time
 }
 
-// NewPrices starts from the embedded on-demand prices (taken in their region; other regions'
-// prices differ, which the age metric and log make visible until the first refresh).
+// NewPrices starts from the embedded on-demand prices: the region's own table where one is
+// embedded (China in CNY, GovCloud), else the us-east-1 prices (other regions' prices differ,
+// which the age metric and log make visible until the first refresh).
 func NewPrices(ec2c *ec2.Client, pricingc *pricing.Client, region string, clk clock.PassiveClock) *Prices {
 	p := &Prices{ec2: ec2c, pricing: pricingc, region: region, clock: clk, onDemand: map[string]float64{}, spot: map[string]map[string]float64{}}
+	if table, ok := ec2data.PricesFor(region); ok {
+		for name, price := range table.Prices {
+			p.onDemand[name] = price
+		}
+		p.onDemandDate = table.Date
+		return p
+	}
 	data := ec2data.Embedded()
 	for _, info := range data.InstanceTypes {
 		if info.OnDemandPrice > 0 {
