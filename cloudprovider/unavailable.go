@@ -17,7 +17,8 @@ type UnavailableOfferings struct {
 	ttl   time.Duration
 
 	mu      sync.Mutex
-	entries map[UnavailableOffering]time.Time // expiry
+	entries map[UnavailableOffering]time.Time // expiry; {CapacityType: ct} alone covers a whole capacity type
+	subnets map[string]time.Time              // subnet id → expiry
 }
 
 // NewUnavailableOfferings returns an empty cache; ttl ≤ 0 means DefaultUnavailableTTL.
@@ -25,7 +26,7 @@ func NewUnavailableOfferings(c clock.PassiveClock, ttl time.Duration) *Unavailab
 	if ttl <= 0 {
 		ttl = DefaultUnavailableTTL
 	}
-	return &UnavailableOfferings{clock: c, ttl: ttl, entries: map[UnavailableOffering]time.Time{}}
+	return &UnavailableOfferings{clock: c, ttl: ttl, entries: map[UnavailableOffering]time.Time{}, subnets: map[string]time.Time{}}
 }
 
 // MarkUnavailable records the offering as unavailable for the cache's TTL.
@@ -35,19 +36,48 @@ func (u *UnavailableOfferings) MarkUnavailable(o UnavailableOffering) {
 	u.entries[o] = u.clock.Now().Add(u.ttl)
 }
 
-// IsUnavailable reports whether the offering failed within the TTL.
+// MarkCapacityTypeUnavailable records every offering of a capacity type as unavailable for the
+// TTL (an account limit such as the spot instance count, or spot not usable in the account at all).
+func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(capacityType string) {
+	u.MarkUnavailable(UnavailableOffering{CapacityType: capacityType})
+}
+
+// IsUnavailable reports whether the offering, or its whole capacity type, failed within the TTL.
 func (u *UnavailableOfferings) IsUnavailable(o UnavailableOffering) bool {
 	if u == nil {
 		return false
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	expiry, ok := u.entries[o]
+	return live(u.clock.Now(), u.entries, o) || live(u.clock.Now(), u.entries, UnavailableOffering{CapacityType: o.CapacityType})
+}
+
+// MarkSubnetUnavailable records a subnet without free addresses for the TTL: launches use
+// another subnet of its zone, and a zone whose subnets are all unavailable offers nothing.
+func (u *UnavailableOfferings) MarkSubnetUnavailable(id string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.subnets[id] = u.clock.Now().Add(u.ttl)
+}
+
+// IsSubnetUnavailable reports whether the subnet ran out of addresses within the TTL.
+func (u *UnavailableOfferings) IsSubnetUnavailable(id string) bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return live(u.clock.Now(), u.subnets, id)
+}
+
+// live reports whether key's entry has not expired, dropping it if it has. Callers hold mu.
+func live[K comparable](now time.Time, m map[K]time.Time, key K) bool {
+	expiry, ok := m[key]
 	if !ok {
 		return false
 	}
-	if !u.clock.Now().Before(expiry) {
-		delete(u.entries, o)
+	if !now.Before(expiry) {
+		delete(m, key)
 		return false
 	}
 	return true

@@ -8,6 +8,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,7 +86,7 @@ func NewClients(ctx context.Context, opts ClientOptions) (*Clients, error) {
 		SQS:    sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint }),
 		IAM:    iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = endpoint }),
 	}
-	if !opts.DisablePricing {
+	if !opts.DisablePricing && pricingRegion(cfg.Region) != "" {
 		c.Pricing = pricing.NewFromConfig(cfg, func(o *pricing.Options) {
 			o.BaseEndpoint = endpoint
 			o.Region = pricingRegion(cfg.Region)
@@ -94,9 +95,13 @@ func NewClients(ctx context.Context, opts ClientOptions) (*Clients, error) {
 	return c, nil
 }
 
-// pricingRegion is where the Pricing API is served for a region's partition.
+// pricingRegion is where the Pricing API is served for a region's partition: the commercial
+// partition's nearest of us-east-1, eu-central-1 and ap-south-1; China's cn-northwest-1 (prices in
+// CNY). GovCloud has no Pricing API (""): its on-demand prices stay the embedded ones.
 func pricingRegion(region string) string {
 	switch {
+	case strings.HasPrefix(region, "us-gov-"):
+		return ""
 	case len(region) > 3 && region[:3] == "cn-":
 		return "cn-northwest-1"
 	case len(region) > 3 && region[:3] == "ap-":

@@ -36,7 +36,7 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (clo
 	if claim.Status.ProviderID == "" {
 		return "", nil
 	}
-	inst, err := p.instance(ctx, claim.Status.ProviderID)
+	inst, err := p.cachedInstance(ctx, claim.Status.ProviderID)
 	if err != nil {
 		if cloudprovider.IsNodeClaimNotFoundError(err) {
 			return "", nil // gone: garbage collection's business

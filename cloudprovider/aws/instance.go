@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -89,11 +90,28 @@ func zoneOf(inst *ec2types.Instance) string {
 
 // Get returns the live instance with the provider ID.
 func (p *CloudProvider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
-	inst, err := p.instance(ctx, providerID)
+	inst, err := p.cachedInstance(ctx, providerID)
 	if err != nil {
 		return nil, err
 	}
 	return instanceClaim(inst), nil
+}
+
+// cachedInstance answers from the cluster's instance cache; an instance the cache does not hold
+// (launched since, or not tagged for the cluster) is described by id.
+func (p *CloudProvider) cachedInstance(ctx context.Context, providerID string) (*ec2types.Instance, error) {
+	id, err := instanceID(providerID)
+	if err != nil {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(err)
+	}
+	inst, ok := p.instances.lookup(ctx, id, p.describe)
+	if !ok {
+		return p.instance(ctx, providerID)
+	}
+	if state := inst.State; state != nil && (state.Name == ec2types.InstanceStateNameTerminated || state.Name == ec2types.InstanceStateNameShuttingDown) {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s is %s", id, state.Name))
+	}
+	return inst, nil
 }
 
 // instance describes one instance; a missing, shutting-down or terminated one is NotFound.
@@ -115,21 +133,35 @@ func (p *CloudProvider) instance(ctx context.Context, providerID string) (*ec2ty
 	return &insts[0], nil
 }
 
-// List returns every live instance tagged for this cluster and a NodePool.
+// List returns every live instance tagged for this cluster and a NodePool (from the instance cache).
 func (p *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
-	insts, err := p.describe(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:" + awsv1.ClusterTagKeyPrefix + p.opts.ClusterName), Values: []string{"owned"}},
-		{Name: aws.String("tag-key"), Values: []string{awsv1.NodePoolTagKey}},
-		{Name: aws.String("instance-state-name"), Values: liveStates},
-	}})
+	byID, err := p.instances.all(ctx, p.describe)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*v1.NodeClaim, 0, len(insts))
-	for i := range insts {
-		out = append(out, instanceClaim(&insts[i]))
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*v1.NodeClaim, 0, len(byID))
+	for _, id := range ids {
+		inst := byID[id]
+		if inst.State == nil || !contains(liveStates, string(inst.State.Name)) || !hasTag(&inst, awsv1.NodePoolTagKey) {
+			continue
+		}
+		out = append(out, instanceClaim(&inst))
 	}
 	return out, nil
+}
+
+func hasTag(inst *ec2types.Instance, key string) bool {
+	for _, t := range inst.Tags {
+		if aws.ToString(t.Key) == key {
+			return true
+		}
+	}
+	return false
 }
 
 // Delete terminates the claim's instance (found by provider ID, or by its claim tag when the launch
@@ -148,7 +180,12 @@ func (p *CloudProvider) Delete(ctx context.Context, claim *v1.NodeClaim) error {
 	if err != nil {
 		return err
 	}
-	return p.terminator.terminate(ctx, aws.ToString(inst.InstanceId))
+	id := aws.ToString(inst.InstanceId)
+	if err := p.terminator.terminate(ctx, id); err != nil {
+		return err
+	}
+	p.instances.forget(id)
+	return nil
 }
 
 // terminator batches TerminateInstances: calls within a short window share one request.

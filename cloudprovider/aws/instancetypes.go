@@ -12,7 +12,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awsv1 "github.com/joist-dev/joist/api/aws/v1"
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -21,35 +26,78 @@ import (
 	"github.com/joist-dev/joist/cloudprovider"
 )
 
-// instanceTypeCache holds what DescribeInstanceTypes and DescribeInstanceTypeOfferings said, for a TTL.
+var staleServed = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "joist_aws_cache_stale_served_total",
+	Help: "Answers served from stale cached AWS data because a refresh failed (throttling, outage), by cache.",
+}, []string{"cache"})
+
+func init() { metrics.Registry.MustRegister(staleServed) }
+
+// instanceTypeCache holds what DescribeInstanceTypes and DescribeInstanceTypeOfferings said, for a
+// TTL. Concurrent refreshes share one set of calls, and no lock is held while they run; when a
+// refresh fails (EC2 throttling the account, say) the previous answer keeps being served — counted
+// in joist_aws_cache_stale_served_total and, once per failure streak, returned as stale for the
+// caller to report — and is retried after a third of the TTL, so provisioning never stops for a
+// describe error once the cache is warm.
 type instanceTypeCache struct {
 	ec2   *ec2.Client
 	clock clock.PassiveClock
 	ttl   time.Duration
 
-	mu      sync.Mutex
+	refresh singleflight.Group
+	mu      sync.RWMutex
 	infos   []*ec2data.Info
 	zones   map[string][]string // type → zones offered
 	fetched time.Time
+	retryAt time.Time
+	failing bool
 }
 
-// get returns the instance types and zones, refreshing them once the TTL has passed.
-func (c *instanceTypeCache) get(ctx context.Context) ([]*ec2data.Info, map[string][]string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.infos != nil && c.clock.Since(c.fetched) < c.ttl {
-		return c.infos, c.zones, nil
+type instanceTypeData struct {
+	infos []*ec2data.Info
+	zones map[string][]string
+}
+
+// get returns the instance types and zones, refreshing them once the TTL has passed. stale is the
+// refresh error when the answer is the previous one (first time of a failure streak only).
+func (c *instanceTypeCache) get(ctx context.Context) (infos []*ec2data.Info, zones map[string][]string, stale, err error) {
+	c.mu.RLock()
+	infos, zones, fetched, retryAt := c.infos, c.zones, c.fetched, c.retryAt
+	c.mu.RUnlock()
+	if infos != nil && (c.clock.Since(fetched) < c.ttl || c.clock.Now().Before(retryAt)) {
+		return infos, zones, nil, nil
 	}
-	infos, err := c.describeInstanceTypes(ctx)
+	v, err, _ := c.refresh.Do("all", func() (any, error) {
+		infos, err := c.describeInstanceTypes(ctx)
+		var zones map[string][]string
+		if err == nil {
+			zones, err = c.describeOfferings(ctx)
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if err != nil {
+			c.retryAt = c.clock.Now().Add(c.ttl / 3)
+			return nil, err
+		}
+		c.infos, c.zones, c.fetched, c.failing = infos, zones, c.clock.Now(), false
+		return instanceTypeData{infos, zones}, nil
+	})
 	if err != nil {
-		return nil, nil, err
+		if infos == nil {
+			return nil, nil, nil, err
+		}
+		staleServed.WithLabelValues("instance-types").Inc()
+		c.mu.Lock()
+		first := !c.failing
+		c.failing = true
+		c.mu.Unlock()
+		if first {
+			stale = fmt.Errorf("%w; serving the instance types read %s ago", err, c.clock.Since(fetched).Round(time.Second))
+		}
+		return infos, zones, stale, nil
 	}
-	zones, err := c.describeOfferings(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	c.infos, c.zones, c.fetched = infos, zones, c.clock.Now()
-	return infos, zones, nil
+	d := v.(instanceTypeData)
+	return d.infos, d.zones, nil, nil
 }
 
 func (c *instanceTypeCache) describeInstanceTypes(ctx context.Context) ([]*ec2data.Info, error) {
@@ -175,15 +223,19 @@ func categoryGeneration(family string) (string, string, bool) {
 // its AMIs serves, offered in one of its subnets' zones, priced; spot and on-demand offerings,
 // marked unavailable while in the unavailable-offerings cache.
 func (p *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*catalog.InstanceType, error) {
-	infos, zones, err := p.types.get(ctx)
+	infos, zones, stale, err := p.types.get(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if stale != nil {
+		log.FromContext(ctx).Error(stale, "EC2 instance types could not be refreshed; serving cached ones", "ec2nodeclass", nc.Name)
+		p.event(nc, corev1.EventTypeWarning, "InstanceTypesStale", "DescribeInstanceTypes failed: %s", stale.Error())
+	}
 	settings := p.settings(nc)
 	arches := amiArchitectures(nc)
-	subnetZones := map[string]bool{}
+	subnetZones := map[string]bool{} // zone → has a subnet with free addresses
 	for _, s := range nc.Status.Subnets {
-		subnetZones[s.Zone] = true
+		subnetZones[s.Zone] = subnetZones[s.Zone] || !p.unavailable.IsSubnetUnavailable(s.ID)
 	}
 	var out []*catalog.InstanceType
 	for _, info := range infos {
@@ -195,14 +247,15 @@ func (p *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClas
 			return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 		}
 		for _, zone := range zones[info.Name] {
-			if !subnetZones[zone] {
+			usable, ok := subnetZones[zone]
+			if !ok {
 				continue
 			}
 			if price, ok := p.prices.OnDemand(info.Name); ok {
-				it.Offerings = append(it.Offerings, p.offering(info.Name, zone, v1.CapacityTypeOnDemand, price))
+				it.Offerings = append(it.Offerings, p.offering(info.Name, zone, v1.CapacityTypeOnDemand, price, usable))
 			}
 			if price, ok := p.prices.Spot(info.Name, zone); ok {
-				it.Offerings = append(it.Offerings, p.offering(info.Name, zone, v1.CapacityTypeSpot, price))
+				it.Offerings = append(it.Offerings, p.offering(info.Name, zone, v1.CapacityTypeSpot, price, usable))
 			}
 		}
 		if len(it.Offerings) > 0 {
@@ -213,9 +266,9 @@ func (p *CloudProvider) instanceTypes(ctx context.Context, nc *awsv1.EC2NodeClas
 	return out, nil
 }
 
-func (p *CloudProvider) offering(it, zone, capacityType string, price float64) catalog.Offering {
+func (p *CloudProvider) offering(it, zone, capacityType string, price float64, subnetUsable bool) catalog.Offering {
 	key := cloudprovider.UnavailableOffering{InstanceType: it, Zone: zone, CapacityType: capacityType}
-	return catalog.Offering{Zone: zone, CapacityType: capacityType, Price: price, Available: !p.unavailable.IsUnavailable(key)}
+	return catalog.Offering{Zone: zone, CapacityType: capacityType, Price: price, Available: subnetUsable && !p.unavailable.IsUnavailable(key)}
 }
 
 // settings are the NodeClass's kubelet, root volume and AMI family as the allocatable math reads them.

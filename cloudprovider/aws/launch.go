@@ -43,6 +43,45 @@ func (p *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	if err != nil {
 		return nil, err
 	}
+	req := p.launches.get(claim)
+	if req == nil {
+		if req, err = p.newFleetRequest(ctx, nc, claim, its); err != nil {
+			return nil, err
+		}
+		p.launches.remember(claim, req)
+	}
+	capacityType := string(req.TargetCapacitySpecification.DefaultTargetCapacityType)
+	out, err := p.clients.EC2.CreateFleet(ctx, req)
+	if err != nil {
+		if apiCode(err) != "" { // EC2 answered: the request launched nothing
+			p.launches.forget(claim)
+		}
+		if isNotFound(err) {
+			p.templates.forget() // deleted behind our back (NodeClass finalizer, console): recreate next time
+		}
+		if apiCode(err) == unauthorizedCode {
+			return nil, unauthorizedError("creating fleet for "+claim.Name, err.Error())
+		}
+		return nil, fmt.Errorf("creating fleet for %s: %w", claim.Name, err)
+	}
+	launched := false
+	for _, inst := range out.Instances {
+		launched = launched || len(inst.InstanceIds) > 0
+	}
+	if !launched {
+		p.launches.forget(claim)
+	}
+	for _, e := range out.Errors {
+		if notFoundCodes[aws.ToString(e.ErrorCode)] {
+			p.templates.forget()
+		}
+	}
+	return p.fleetResult(ctx, nc, claim, its, req, out, capacityType)
+}
+
+// newFleetRequest picks the capacity type (spot whenever an available spot offering satisfies the
+// claim) and builds the request with its ClientToken.
+func (p *CloudProvider) newFleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, its []*catalog.InstanceType) (*ec2.CreateFleetInput, error) {
 	options := cloudprovider.LaunchOptions(claim.Spec.Requirements, its, p.unavailable)
 	if len(options) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Err: fmt.Errorf("no available offering of EC2NodeClass %s satisfies the requirements of %s", nc.Name, claim.Name)}
@@ -55,21 +94,13 @@ func (p *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 	}
 	req, err := p.fleetRequest(ctx, nc, claim, options, capacityType)
 	if err != nil {
+		if apiCode(err) == unauthorizedCode {
+			return nil, unauthorizedError("creating a launch template for "+claim.Name, err.Error())
+		}
 		return nil, err
 	}
-	out, err := p.clients.EC2.CreateFleet(ctx, req)
-	if err != nil {
-		if isNotFound(err) {
-			p.templates.forget() // deleted behind our back (NodeClass finalizer, console): recreate next time
-		}
-		return nil, fmt.Errorf("creating fleet for %s: %w", claim.Name, err)
-	}
-	for _, e := range out.Errors {
-		if notFoundCodes[aws.ToString(e.ErrorCode)] {
-			p.templates.forget()
-		}
-	}
-	return p.fleetResult(ctx, nc, claim, its, out, capacityType)
+	req.ClientToken = aws.String(clientToken(claim, req))
+	return req, nil
 }
 
 // fleetRequest builds the CreateFleet input: one launch template config per AMI, overrides =
@@ -81,8 +112,8 @@ func (p *CloudProvider) fleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass
 		return nil, err
 	}
 	subnetOfZone := map[string]string{}
-	for _, s := range nc.Status.Subnets { // sorted by free addresses: the first of a zone wins
-		if _, ok := subnetOfZone[s.Zone]; !ok {
+	for _, s := range nc.Status.Subnets { // sorted by free addresses: the first usable one of a zone wins
+		if _, ok := subnetOfZone[s.Zone]; !ok && !p.unavailable.IsSubnetUnavailable(s.ID) {
 			subnetOfZone[s.Zone] = s.ID
 		}
 	}
@@ -118,7 +149,8 @@ func (p *CloudProvider) fleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass
 	}
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	for _, ami := range amiOrder {
-		name, err := p.templates.ensure(ctx, launchTemplateInput{nodeClass: nc, amiID: ami, userData: userData, securityGroups: sgs, instanceProfile: nc.InstanceProfileName()})
+		name, err := p.templates.ensure(ctx, launchTemplateInput{nodeClass: nc, amiID: ami, userData: userData, securityGroups: sgs,
+			instanceProfile: nc.InstanceProfileName(), tags: p.resourceTags(nc, claim), capacityType: capacityType})
 		if err != nil {
 			return nil, err
 		}
@@ -149,8 +181,11 @@ func (p *CloudProvider) fleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass
 	return req, nil
 }
 
-// instanceTags mark the instance as this cluster's, launched for the claim.
-func (p *CloudProvider) instanceTags(nc *awsv1.EC2NodeClass, claim *v1.NodeClaim) map[string]string {
+// resourceTags go on everything a launch creates (launch template, instance, volumes, network
+// interface, spot request, fleet): spec.tags, then the tags a scoped IAM policy conditions on —
+// kubernetes.io/cluster/<cluster>=owned, eks:eks-cluster-name, karpenter.sh/nodepool and
+// karpenter.k8s.aws/ec2nodeclass — as Karpenter tags them.
+func (p *CloudProvider) resourceTags(nc *awsv1.EC2NodeClass, claim *v1.NodeClaim) map[string]string {
 	tags := map[string]string{}
 	for k, v := range nc.Spec.Tags {
 		tags[k] = v
@@ -158,8 +193,14 @@ func (p *CloudProvider) instanceTags(nc *awsv1.EC2NodeClass, claim *v1.NodeClaim
 	tags[awsv1.ClusterTagKeyPrefix+p.opts.ClusterName] = "owned"
 	tags[awsv1.EKSClusterNameTagKey] = p.opts.ClusterName
 	tags[awsv1.NodePoolTagKey] = claim.Labels[v1.NodePoolLabelKey]
-	tags[awsv1.NodeClaimTagKey] = claim.Name
 	tags[awsv1.NodeClassTagKey] = nc.Name
+	return tags
+}
+
+// instanceTags mark the instance (and its volumes and fleet) as this cluster's, launched for the claim.
+func (p *CloudProvider) instanceTags(nc *awsv1.EC2NodeClass, claim *v1.NodeClaim) map[string]string {
+	tags := p.resourceTags(nc, claim)
+	tags[awsv1.NodeClaimTagKey] = claim.Name
 	tags[awsv1.NameTagKey] = claim.Name
 	return tags
 }
@@ -198,20 +239,41 @@ func contains(list []string, v string) bool {
 	return false
 }
 
-// fleetResult reads CreateFleet's answer. Offerings EC2 refused for capacity are marked unavailable
-// even when another one launched (the launch path only hears of the failures when nothing did).
-func (p *CloudProvider) fleetResult(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, its []*catalog.InstanceType, out *ec2.CreateFleetOutput, capacityType string) (*v1.NodeClaim, error) {
+// fleetResult reads CreateFleet's answer and attributes each refusal to its scope: an offering
+// without capacity (instance type × zone × capacity type), a subnet out of addresses, the spot
+// capacity type (the account's spot instance limit, or no spot service-linked role), or — for a
+// capacity error that names no override — every offering the request tried. Scoped refusals are
+// marked here whether or not something launched; offering refusals are marked here when another
+// offering launched, else by the launch path from the InsufficientCapacityError.
+func (p *CloudProvider) fleetResult(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, its []*catalog.InstanceType, req *ec2.CreateFleetInput, out *ec2.CreateFleetOutput, capacityType string) (*v1.NodeClaim, error) {
 	var refused []cloudprovider.UnavailableOffering
-	var other []string
+	var other, scoped []string
+	denied := ""
 	for _, e := range out.Errors {
-		code := aws.ToString(e.ErrorCode)
-		if !insufficientCapacityCodes[code] {
-			other = append(other, code+": "+aws.ToString(e.ErrorMessage))
-			continue
+		code, msg := aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage)
+		var o *ec2types.FleetLaunchTemplateOverrides
+		if e.LaunchTemplateAndOverrides != nil {
+			o = e.LaunchTemplateAndOverrides.Overrides
 		}
-		if e.LaunchTemplateAndOverrides != nil && e.LaunchTemplateAndOverrides.Overrides != nil {
-			o := e.LaunchTemplateAndOverrides.Overrides
+		switch {
+		case code == unauthorizedCode:
+			denied = msg
+		case code == spotSLRCode:
+			p.unavailable.MarkCapacityTypeUnavailable(v1.CapacityTypeSpot)
+			scoped = append(scoped, spotSLRFix)
+		case code == "MaxSpotInstanceCountExceeded":
+			p.unavailable.MarkCapacityTypeUnavailable(v1.CapacityTypeSpot)
+			scoped = append(scoped, "MaxSpotInstanceCountExceeded: the account's spot instance limit is reached; spot is skipped for "+cloudprovider.DefaultUnavailableTTL.String()+" (raise the limit through Service Quotas)")
+		case code == "InsufficientFreeAddressesInSubnet" && o != nil && aws.ToString(o.SubnetId) != "":
+			p.unavailable.MarkSubnetUnavailable(aws.ToString(o.SubnetId))
+			scoped = append(scoped, "InsufficientFreeAddressesInSubnet: "+aws.ToString(o.SubnetId))
+		case insufficientCapacityCodes[code] && o != nil:
 			refused = append(refused, cloudprovider.UnavailableOffering{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType})
+		case insufficientCapacityCodes[code]:
+			refused = append(refused, requestOfferings(req, capacityType)...)
+			other = append(other, code+" (no override named: every offering tried is marked): "+msg)
+		default:
+			other = append(other, code+": "+msg)
 		}
 	}
 	for _, inst := range out.Instances {
@@ -229,11 +291,26 @@ func (p *CloudProvider) fleetResult(ctx context.Context, nc *awsv1.EC2NodeClass,
 			"instanceType", string(inst.InstanceType), "zone", zone, "capacityType", capacityType)
 		return p.launchedClaim(nc, claim, its, inst.InstanceIds[0], string(inst.InstanceType), zone, capacityType)
 	}
-	err := fmt.Errorf("CreateFleet launched no instance for %s: %s", claim.Name, strings.Join(append(other, fmt.Sprintf("%d offerings without capacity", len(refused))), "; "))
-	if len(other) > 0 && len(refused) == 0 {
+	if denied != "" {
+		return nil, unauthorizedError("CreateFleet launched no instance for "+claim.Name, denied)
+	}
+	reasons := append(append(scoped, other...), fmt.Sprintf("%d offerings without capacity", len(refused)))
+	err := fmt.Errorf("CreateFleet launched no instance for %s: %s", claim.Name, strings.Join(reasons, "; "))
+	if len(other) > 0 && len(refused) == 0 && len(scoped) == 0 {
 		return nil, err
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{Err: err, Offerings: refused}
+}
+
+// requestOfferings are the offerings a fleet request tried.
+func requestOfferings(req *ec2.CreateFleetInput, capacityType string) []cloudprovider.UnavailableOffering {
+	var out []cloudprovider.UnavailableOffering
+	for _, cfg := range req.LaunchTemplateConfigs {
+		for _, o := range cfg.Overrides {
+			out = append(out, cloudprovider.UnavailableOffering{InstanceType: string(o.InstanceType), Zone: aws.ToString(o.AvailabilityZone), CapacityType: capacityType})
+		}
+	}
+	return out
 }
 
 // launchedClaim is the claim as launched: provider ID, labels, capacity and allocatable of the type,

@@ -15,14 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joist-dev/joist/api/aws/v1"
+	v1 "github.com/joist-dev/joist/api/v1"
 )
 
 // launchTemplates creates launch templates on demand. A template's name is a hash of its content
 // (NodeClass static hash, AMI, security groups, instance profile, user data), so a changed input
 // makes a new template and an unchanged one is reused across claims and restarts.
 type launchTemplates struct {
-	ec2         *ec2.Client
-	clusterName string
+	ec2 *ec2.Client
 
 	mu    sync.Mutex
 	known map[string]bool
@@ -35,12 +35,23 @@ type launchTemplateInput struct {
 	userData        string
 	securityGroups  []string
 	instanceProfile string
+	// tags go on the template and, through its TagSpecifications, on the network interface (and
+	// the spot request) every launch from it creates: the cluster, NodePool and NodeClass tags a
+	// scoped IAM policy conditions on (resourceTags).
+	tags map[string]string
+	// capacityType is spot or on-demand: only a spot template tags spot requests.
+	capacityType string
 }
 
 func (in launchTemplateInput) name() string {
 	sgs := append([]string(nil), in.securityGroups...)
 	sort.Strings(sgs)
-	h := sha256.Sum256([]byte(strings.Join([]string{in.nodeClass.Hash(), in.amiID, strings.Join(sgs, ","), in.instanceProfile, in.userData}, "\n")))
+	var tags []string
+	for _, t := range ec2Tags(in.tags) {
+		tags = append(tags, aws.ToString(t.Key)+"="+aws.ToString(t.Value))
+	}
+	h := sha256.Sum256([]byte(strings.Join([]string{in.nodeClass.Hash(), in.amiID, strings.Join(sgs, ","), in.instanceProfile, in.userData,
+		strings.Join(tags, ","), in.capacityType}, "\n")))
 	return "joist/" + hex.EncodeToString(h[:10])
 }
 
@@ -93,16 +104,15 @@ func (l *launchTemplates) createInput(name string, in launchTemplateInput) *ec2.
 		}}
 		data.SecurityGroupIds = nil // given on the interface instead
 	}
-	tags := map[string]string{
-		awsv1.ClusterTagKeyPrefix + l.clusterName: "owned", awsv1.NodeClassTagKey: nc.Name, awsv1.EKSClusterNameTagKey: l.clusterName,
-	}
-	for k, v := range nc.Spec.Tags {
-		tags[k] = v
+	tags := ec2Tags(in.tags)
+	data.TagSpecifications = []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags}}
+	if in.capacityType == v1.CapacityTypeSpot {
+		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})
 	}
 	return &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name),
 		LaunchTemplateData: data,
-		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(tags)}},
+		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}},
 	}
 }
 
@@ -110,6 +120,9 @@ func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceM
 	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
 		HttpEndpoint: ec2types.LaunchTemplateInstanceMetadataEndpointStateEnabled, HttpTokens: ec2types.LaunchTemplateHttpTokensStateRequired,
 		HttpPutResponseHopLimit: aws.Int32(1), HttpProtocolIpv6: ec2types.LaunchTemplateInstanceMetadataProtocolIpv6Disabled,
+		// Disabled whatever the account's default: an instance whose IMDS serves tags fails to
+		// start when tag keys hold characters IMDS paths cannot (kubernetes.io/cluster/<name>).
+		InstanceMetadataTags: ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
 	}
 	if m == nil {
 		return out

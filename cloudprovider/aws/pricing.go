@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,10 +45,18 @@ type Prices struct {
 	spotDate     time.Time
 }
 
-// NewPrices starts from the embedded on-demand prices (taken in their region; other regions'
-// prices differ, which the age metric and log make visible until the first refresh).
+// NewPrices starts from the embedded on-demand prices: the region's own table where one is
+// embedded (China in CNY, GovCloud), else the us-east-1 prices (other regions' prices differ,
+// which the age metric and log make visible until the first refresh).
 func NewPrices(ec2c *ec2.Client, pricingc *pricing.Client, region string, clk clock.PassiveClock) *Prices {
 	p := &Prices{ec2: ec2c, pricing: pricingc, region: region, clock: clk, onDemand: map[string]float64{}, spot: map[string]map[string]float64{}}
+	if table, ok := ec2data.PricesFor(region); ok {
+		for name, price := range table.Prices {
+			p.onDemand[name] = price
+		}
+		p.onDemandDate = table.Date
+		return p
+	}
 	data := ec2data.Embedded()
 	for _, info := range data.InstanceTypes {
 		if info.OnDemandPrice > 0 {
@@ -85,6 +94,7 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 	var errs []error
 	if p.pricing != nil {
 		if prices, err := OnDemandPrices(ctx, p.pricing, p.region); err != nil {
+			staleServed.WithLabelValues("on-demand-prices").Inc()
 			errs = append(errs, fmt.Errorf("refreshing on-demand prices (keeping prices from %s): %w", p.onDemandDate.Format(time.RFC3339), err))
 		} else if len(prices) > 0 {
 			p.mu.Lock()
@@ -100,6 +110,7 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 func (p *Prices) RefreshSpot(ctx context.Context) error {
 	spot, err := p.spotPrices(ctx)
 	if err != nil {
+		staleServed.WithLabelValues("spot-prices").Inc()
 		p.report(ctx, false)
 		return fmt.Errorf("refreshing spot prices (keeping the previous ones): %w", err)
 	}
@@ -212,7 +223,7 @@ func OnDemandPrices(ctx context.Context, c *pricing.Client, region string) (map[
 			return nil, fmt.Errorf("getting products: %w", err)
 		}
 		for _, doc := range page.PriceList {
-			it, price, err := parseProduct(doc)
+			it, price, err := parseProduct(doc, currency(region))
 			if err != nil {
 				return nil, err
 			}
@@ -240,20 +251,28 @@ type product struct {
 	} `json:"terms"`
 }
 
-func parseProduct(doc string) (string, float64, error) {
+// currency is what the Pricing API quotes a region's prices in: CNY in China, USD elsewhere.
+func currency(region string) string {
+	if strings.HasPrefix(region, "cn-") {
+		return "CNY"
+	}
+	return "USD"
+}
+
+func parseProduct(doc, currency string) (string, float64, error) {
 	var p product
 	if err := json.Unmarshal([]byte(doc), &p); err != nil {
 		return "", 0, fmt.Errorf("parsing price list document: %w", err)
 	}
 	for _, term := range p.Terms.OnDemand {
 		for _, dim := range term.PriceDimensions {
-			usd, ok := dim.PricePerUnit["USD"]
+			amount, ok := dim.PricePerUnit[currency]
 			if !ok {
 				continue
 			}
-			price, err := strconv.ParseFloat(usd, 64)
+			price, err := strconv.ParseFloat(amount, 64)
 			if err != nil {
-				return "", 0, fmt.Errorf("price %q of %s: %w", usd, p.Product.Attributes.InstanceType, err)
+				return "", 0, fmt.Errorf("price %q %s of %s: %w", amount, currency, p.Product.Attributes.InstanceType, err)
 			}
 			return p.Product.Attributes.InstanceType, price, nil
 		}

@@ -3,10 +3,13 @@ package aws_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	ec2data "github.com/joist-dev/joist/catalog/ec2"
+	awsprovider "github.com/joist-dev/joist/cloudprovider/aws"
 )
 
 // TestStalePricesAreVisible: the embedded prices age from their generation date; the age is
@@ -35,4 +38,15 @@ func TestStalePricesAreVisible(t *testing.T) {
 		}
 	}
 	t.Fatal("joist_aws_pricing_age_seconds{kind=on-demand} not exported")
+}
+
+// China and GovCloud start from their own embedded prices (CNY; GovCloud's differ from us-east-1's
+// and its partition has no Pricing API to correct them); other regions from us-east-1's.
+func TestEmbeddedPricesPerPartition(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	for region, want := range map[string]float64{"us-west-2": 0.096, "us-gov-west-1": 0.121, "cn-north-1": 1.013} {
+		if got, ok := awsprovider.NewPrices(nil, nil, region, clk).OnDemand("m5.large"); !ok || got != want {
+			t.Errorf("%s: m5.large on-demand = %v (%v), want %v", region, got, ok, want)
+		}
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,6 +36,9 @@ type Options struct {
 	InstanceTypesTTL time.Duration
 	// MaxFleetInstanceTypes caps the instance types of one CreateFleet (default 60).
 	MaxFleetInstanceTypes int
+	// InstanceCacheTTL is how long one DescribeInstances of the cluster's instances answers drift,
+	// garbage collection and Get (default 30 s).
+	InstanceCacheTTL time.Duration
 }
 
 func (o *Options) defaults() {
@@ -45,6 +50,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxFleetInstanceTypes == 0 {
 		o.MaxFleetInstanceTypes = 60
+	}
+	if o.InstanceCacheTTL == 0 {
+		o.InstanceCacheTTL = 30 * time.Second
 	}
 }
 
@@ -59,6 +67,19 @@ type CloudProvider struct {
 	types       *instanceTypeCache
 	templates   *launchTemplates
 	terminator  *terminator
+	launches    *fleetLaunches
+	instances   *instanceCache
+	recorder    events.EventRecorder // nil until UseEventRecorder
+}
+
+// UseEventRecorder makes the provider report on Kubernetes objects (e.g. an EC2NodeClass served
+// stale instance types); without one it only logs.
+func (p *CloudProvider) UseEventRecorder(r events.EventRecorder) { p.recorder = r }
+
+func (p *CloudProvider) event(obj runtime.Object, eventType, reason, note string, args ...any) {
+	if p.recorder != nil {
+		p.recorder.Eventf(obj, nil, eventType, reason, "Provision", note, args...)
+	}
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -71,8 +92,10 @@ func New(kube client.Client, clients *Clients, unavailable *cloudprovider.Unavai
 		kube: kube, clients: clients, opts: opts, clock: clk, unavailable: unavailable,
 		prices:     NewPrices(clients.EC2, clients.Pricing, clients.Region, clk),
 		types:      &instanceTypeCache{ec2: clients.EC2, clock: clk, ttl: opts.InstanceTypesTTL},
-		templates:  &launchTemplates{ec2: clients.EC2, clusterName: opts.ClusterName, known: map[string]bool{}},
+		templates:  &launchTemplates{ec2: clients.EC2, known: map[string]bool{}},
 		terminator: newTerminator(clients.EC2),
+		launches:   newFleetLaunches(clk),
+		instances:  &instanceCache{ec2: clients.EC2, cluster: opts.ClusterName, clock: clk, ttl: opts.InstanceCacheTTL},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -386,6 +387,8 @@ func TestGetListDeleteAndOutOfBandTermination(t *testing.T) {
 	}
 	id := b.Status.ProviderID[strings.LastIndex(b.Status.ProviderID, "/")+1:]
 	w.aws.TerminateOutOfBand(id)
+	// Get answers from the cluster's instance cache: an out-of-band termination shows once it refreshes.
+	w.clock.Step(time.Minute)
 	if _, err := w.provider.Get(ctx, b.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Errorf("Get after out-of-band termination = %v, want NotFound", err)
 	}

@@ -150,6 +150,7 @@ type awsCloud struct {
 // RegisterControllers adds the provider's controllers to mgr.
 func (a *awsCloud) RegisterControllers(_ context.Context, mgr manager.Manager) error {
 	clients := a.Clients()
+	a.UseEventRecorder(mgr.GetEventRecorder("joist"))
 	opts := ec2nodeclass.Options{KubernetesVersion: kubernetesVersion(mgr.GetConfig()), ClusterName: a.ClusterName(), Region: clients.Region}
 	if err := ec2nodeclass.New(mgr.GetClient(), clients.EC2, clients.SSM, clients.IAM, opts).Register(mgr); err != nil {
 		return fmt.Errorf("registering ec2nodeclass controller: %w", err)

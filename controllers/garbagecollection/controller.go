@@ -73,11 +73,18 @@ func (c *Collector) Sweep(ctx context.Context) error {
 	if err := c.kube.List(ctx, claims); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	owned := map[string]bool{}
+	// An instance is a claim's only if the claim's providerID names it, or if the claim it is
+	// tagged for has recorded no instance yet: a second instance tagged for a launched claim (a
+	// relaunch that did not see the first) is a duplicate and is collected like a leak.
+	owned := map[string]bool{}      // provider IDs claims name
+	unlaunched := map[string]bool{} // names of claims without a provider ID
+	launchedAs := map[string]string{}
 	for _, nc := range claims.Items {
-		owned[nc.Name] = true
 		if nc.Status.ProviderID != "" {
 			owned[nc.Status.ProviderID] = true
+			launchedAs[nc.Name] = nc.Status.ProviderID
+		} else {
+			unlaunched[nc.Name] = true
 		}
 	}
 	instances, err := c.cloud.List(ctx)
@@ -87,10 +94,14 @@ func (c *Collector) Sweep(ctx context.Context) error {
 	live := map[string]bool{}
 	for _, inst := range instances {
 		live[inst.Status.ProviderID] = true
-		if owned[inst.Status.ProviderID] || owned[inst.Name] || c.clock.Since(inst.CreationTimestamp.Time) < c.opts.MinAge {
+		if owned[inst.Status.ProviderID] || unlaunched[inst.Name] || c.clock.Since(inst.CreationTimestamp.Time) < c.opts.MinAge {
 			continue
 		}
-		log.FromContext(ctx).Info("terminating instance with no nodeclaim", "providerID", inst.Status.ProviderID,
+		what := "terminating instance with no nodeclaim"
+		if launchedAs[inst.Name] != "" {
+			what = "terminating duplicate instance: its nodeclaim runs on " + launchedAs[inst.Name]
+		}
+		log.FromContext(ctx).Info(what, "providerID", inst.Status.ProviderID,
 			"instance", instanceOf(inst.Status.ProviderID), "taggedFor", inst.Name, "age", c.clock.Since(inst.CreationTimestamp.Time).Round(time.Second).String())
 		if err := c.cloud.Delete(ctx, inst); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
 			return fmt.Errorf("terminating leaked instance %s: %w", inst.Status.ProviderID, err)

@@ -41,6 +41,11 @@ func TestSweepOnEC2(t *testing.T) {
 	leaked := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2a", Tags: tags("crashed-before-status"), LaunchTime: now})
 	young := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2a", Tags: tags("just-launched"), LaunchTime: now.Add(time.Hour - 5*time.Second)})
 	owned := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2a", Tags: tags("alive"), LaunchTime: now})
+	// A relaunch that did not see the first instance: tagged for the same claim, not the one its
+	// providerID names.
+	duplicate := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2b", Tags: tags("alive"), LaunchTime: now})
+	// A claim whose status write has not happened yet keeps the instance tagged for it.
+	launching := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2b", Tags: tags("launching"), LaunchTime: now})
 	gone := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2b", Tags: tags("gone"), LaunchTime: now})
 	s.TerminateOutOfBand(gone)
 	orphanNodeInstance := s.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-west-2c", Tags: tags("deleted-claim"), LaunchTime: now})
@@ -61,7 +66,7 @@ func TestSweepOnEC2(t *testing.T) {
 	}
 	joist := map[string]string{v1.NodePoolLabelKey: "default"}
 	kube := fakeclient.NewClientBuilder().WithScheme(scheme).WithObjects(
-		claim("alive", "aws:///us-west-2a/"+owned), claim("gone", "aws:///us-west-2b/"+gone),
+		claim("alive", "aws:///us-west-2a/"+owned), claim("gone", "aws:///us-west-2b/"+gone), claim("launching", ""),
 		node("ip-10-0-3-1.us-west-2.compute.internal", "aws:///us-west-2c/"+orphanNodeInstance, joist),
 		node("ip-10-0-3-2.us-west-2.compute.internal", "aws:///us-west-2c/i-0notjoist", nil),
 		node("ip-10-0-1-1.us-west-2.compute.internal", "aws:///us-west-2a/"+owned, joist),
@@ -78,8 +83,11 @@ func TestSweepOnEC2(t *testing.T) {
 	if states[leaked] != "terminated" {
 		t.Errorf("leaked instance is %s, want terminated", states[leaked])
 	}
-	if states[young] != "running" || states[owned] != "running" {
-		t.Errorf("young instance %s, owned instance %s; want both running", states[young], states[owned])
+	if states[young] != "running" || states[owned] != "running" || states[launching] != "running" {
+		t.Errorf("young instance %s, owned instance %s, instance of a claim not yet recorded %s; want all running", states[young], states[owned], states[launching])
+	}
+	if states[duplicate] != "terminated" {
+		t.Errorf("duplicate instance tagged for a claim whose providerID names another is %s, want terminated", states[duplicate])
 	}
 	exists := func(obj client.Object, name string) bool {
 		err := kube.Get(ctx, client.ObjectKey{Name: name}, obj)

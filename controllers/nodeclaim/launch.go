@@ -17,7 +17,7 @@ import (
 // launch creates the instance (Create adopts one already launched for this claim, so a crash between
 // launch and status write does not launch twice) and records what was launched.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	if nc.IsTrue(v1.ConditionTypeLaunched) {
+	if l := nc.GetCondition(v1.ConditionTypeLaunched); l != nil && (l.Status == metav1.ConditionTrue || l.Reason == reasonCannotLaunch) {
 		return reconcile.Result{}, nil
 	}
 	launched, err := c.cloud.Create(ctx, nc)
@@ -38,6 +38,14 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s after insufficient capacity: %w", nc.Name, err)
 			}
 			nc.DeletionTimestamp = &metav1.Time{Time: c.clock.Now()}
+			return reconcile.Result{}, nil
+		}
+		if errors.Is(err, reconcile.TerminalError(nil)) {
+			// Retrying cannot help (e.g. the cloud refused for lack of permission): say so once and
+			// let liveness delete the claim at its launch timeout, instead of calling the cloud again.
+			nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionFalse, reasonCannotLaunch, truncate(err.Error()))
+			c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, "LaunchFailed", "Launch", "NodeClaim %s cannot launch: %s", nc.Name, truncate(err.Error()))
+			log.FromContext(ctx).Info("nodeclaim cannot launch; not retrying", "nodeclaim", nc.Name, "error", err.Error())
 			return reconcile.Result{}, nil
 		}
 		nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", truncate(err.Error()))
@@ -64,6 +72,9 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
 	return reconcile.Result{}, nil
 }
+
+// reasonCannotLaunch marks a claim whose launch failed with a terminal error: it is not retried.
+const reasonCannotLaunch = "CannotLaunch"
 
 func truncate(s string) string {
 	const max = 1000

@@ -7,6 +7,9 @@
 //	pkg/providers/instancetype/zz_generated.vpclimits.go   ENIs and IPv4 addresses per ENI
 //	pkg/providers/pricing/zz_generated.pricing_aws.go       us-east-1 on-demand prices and their date
 //
+// With -region-prices-out it writes catalog/ec2/regionprices.json instead, from the same checkout's
+// zz_generated.pricing_aws_cn.go (China, CNY) and zz_generated.pricing_aws_us_gov.go (GovCloud).
+//
 // With -pricing-region, on-demand prices are taken live from the AWS Pricing API (GetProducts,
 // default credentials) instead, dated now.
 //
@@ -33,9 +36,16 @@ func main() {
 		repo          = flag.String("karpenter-repo", os.Getenv("KARPENTER_PROVIDER_AWS"), "checkout of aws/karpenter-provider-aws")
 		out           = flag.String("o", "instancetypes.json", "output file")
 		pricingRegion = flag.String("pricing-region", "", "take on-demand prices from the AWS Pricing API for this region")
+		regionOut     = flag.String("region-prices-out", "", "instead, write the China and GovCloud price tables (regionprices.json) here")
 	)
 	flag.Parse()
-	if err := run(*repo, *out, *pricingRegion); err != nil {
+	var err error
+	if *regionOut != "" {
+		err = runRegionPrices(*repo, *regionOut)
+	} else {
+		err = run(*repo, *out, *pricingRegion)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ec2catalog:", err)
 		os.Exit(1)
 	}

@@ -82,3 +82,48 @@ func TestGenerateRefusesFiguresItCannotReproduce(t *testing.T) {
 		t.Fatalf("err = %v, want the m5.large memory mismatch named", err)
 	}
 }
+
+func TestRegionPrices(t *testing.T) {
+	src := `package pricing
+// generated at 2026-07-20T13:44:38Z for us-east-1
+var InitialOnDemandPricesUSGov = map[string]map[ec2types.InstanceType]float64{
+	// us-gov-east-1
+	"us-gov-east-1": {
+		// m5 family
+		"m5.large": 0.121000, "m5.xlarge": 0.242000,
+	},
+	"us-gov-west-1": {"m5.large": 0.121000, "t3.micro": 0.012200},
+}`
+	date, tables, err := parseRegionPrices([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if date.Format("2006-01-02") != "2026-07-20" || len(tables) != 2 || tables["us-gov-east-1"]["m5.xlarge"] != 0.242 || tables["us-gov-west-1"]["t3.micro"] != 0.0122 {
+		t.Errorf("parseRegionPrices = %s %v", date, tables)
+	}
+	dir := t.TempDir()
+	for _, f := range regionPriceFiles {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f.path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := src
+		if f.currency == "CNY" {
+			body = strings.NewReplacer("us-gov-east-1", "cn-north-1", "us-gov-west-1", "cn-northwest-1").Replace(src)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f.path), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "regionprices.json")
+	if err := runRegionPrices(dir, out); err != nil {
+		t.Fatal(err)
+	}
+	var file ec2.RegionPriceFile
+	b, _ := os.ReadFile(out)
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if file.Regions["cn-north-1"].Currency != "CNY" || file.Regions["us-gov-west-1"].Currency != "USD" || len(file.Regions) != 4 {
+		t.Errorf("regionprices.json = %+v", file)
+	}
+}

@@ -57,8 +57,9 @@ type withControllers struct {
 
 func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Manager) error {
 	c := w.Clients()
+	w.UseEventRecorder(mgr.GetEventRecorder("joist"))
 	poller := interruption.New(mgr.GetClient(), c.SQS, w.UnavailableOfferings(), mgr.GetEventRecorder("joist"),
-		interruption.Options{Queue: "joist-interruption", WaitTime: time.Second})
+		interruption.Options{Queue: queue, WaitTime: time.Second})
 	if err := mgr.Add(poller); err != nil {
 		return err
 	}
@@ -69,6 +70,9 @@ func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Mana
 		KubernetesVersion: func(context.Context) (string, error) { return fake.KubernetesVersion, nil },
 	}).Register(mgr)
 }
+
+// queue is the interruption queue as docs/aws.md names it (joist-<cluster>), which its policy allows.
+const queue = "joist-prod"
 
 // Karpenter's getting-started EC2NodeClass and NodePool, with an instance profile instead of a
 // role and a limit for the guardrails.
@@ -106,6 +110,19 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 	kube := e.Client
 	aws := fake.NewStandard("prod")
 	defer aws.Close()
+	// The controller's role holds docs/aws.md's policy, parsed out of the document; EC2 is
+	// eventually consistent: instances show in DescribeInstances 3 s after CreateFleet.
+	md, err := os.ReadFile("../../docs/aws.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := fake.PolicyFromMarkdown(md, "Controller IAM policy", map[string]string{"REGION": "us-west-2", "ACCOUNT": fake.Account, "CLUSTER": "prod"})
+	if err != nil {
+		t.Fatalf("docs/aws.md's controller policy: %v", err)
+	}
+	aws.SetPolicy(policy)
+	aws.SetDescribeLag(3 * time.Second)
+	aws.CreateQueue(queue)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	clients, err := aws.Clients(ctx)
@@ -184,7 +201,7 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("%d claims, fleets %d", len(list.Items), len(aws.Calls("CreateFleet")))
+		return false, fmt.Sprintf("%d claims, fleets %d, denied %v", len(list.Items), len(aws.Calls("CreateFleet")), aws.Denials())
 	})
 	fleets := aws.Calls("CreateFleet")
 	if len(fleets) != 1 {
@@ -287,7 +304,7 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 
 	// AWS Health schedules the instance's retirement: the claim is deleted, the node drained and
 	// deleted, and the instance terminated through the termination path.
-	aws.SendMessage("joist-interruption", `{"version":"0","id":"1","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-12-01T10:00:00Z","region":"us-west-2","resources":[],"detail":{"service":"EC2","eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","affectedEntities":[{"entityValue":"`+inst.ID+`"}]}}`)
+	aws.SendMessage(queue, `{"version":"0","id":"1","detail-type":"AWS Health Event","source":"aws.health","account":"123456789012","time":"2026-12-01T10:00:00Z","region":"us-west-2","resources":[],"detail":{"service":"EC2","eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED","affectedEntities":[{"entityValue":"`+inst.ID+`"}]}}`)
 	eventually(t, ctx, "the retiring instance terminated and its claim and node gone", func() (bool, string) {
 		state := ""
 		for _, i := range aws.Instances() {
@@ -298,8 +315,16 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 		claimErr := kube.Get(ctx, client.ObjectKey{Name: claim.Name}, &v1.NodeClaim{})
 		nodeErr := kube.Get(ctx, client.ObjectKey{Name: inst.PrivateDNSName}, &corev1.Node{})
 		return state == "terminated" && apierrors.IsNotFound(claimErr) && apierrors.IsNotFound(nodeErr),
-			fmt.Sprintf("instance %s, claim %v, node %v, queue %d", state, claimErr, nodeErr, aws.QueueLength("joist-interruption"))
+			fmt.Sprintf("instance %s, claim %v, node %v, queue %d", state, claimErr, nodeErr, aws.QueueLength(queue))
 	})
+	assertNoDenials(t, aws)
+}
+
+func assertNoDenials(t *testing.T, aws *fake.Server) {
+	t.Helper()
+	if d := aws.Denials(); len(d) > 0 {
+		t.Errorf("calls docs/aws.md's policy does not allow: %v", d)
+	}
 }
 
 func eventually(t *testing.T, ctx context.Context, what string, cond func() (bool, string)) {

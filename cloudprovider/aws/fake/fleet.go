@@ -86,6 +86,33 @@ type override struct {
 // (lowest-price and price-capacity-optimized alike: the fake's pools have no capacity signal but
 // exhaustion), reporting an InsufficientInstanceCapacity error for each exhausted pool it meets.
 func (s *Server) createFleet(x *xb, p url.Values) (int, string, string) {
+	token := p.Get("ClientToken")
+	request := url.Values{}
+	for k, v := range p {
+		if k != "ClientToken" {
+			request[k] = v
+		}
+	}
+	if prev, ok := s.fleetTokens[token]; ok && token != "" {
+		if prev.request != request.Encode() {
+			return http.StatusBadRequest, "IdempotentParameterMismatch", "The client token " + token + " was used before with different parameters."
+		}
+		x.WriteString(prev.answer)
+		return 0, "", ""
+	}
+	start := x.Len()
+	status, code, msg := s.launchFleet(x, p)
+	if status == 0 && token != "" {
+		s.fleetTokens[token] = fleetAnswer{request: request.Encode(), answer: x.String()[start:]}
+	}
+	return status, code, msg
+}
+
+// fleetAnswer is a CreateFleet answer kept for its ClientToken.
+type fleetAnswer struct{ request, answer string }
+
+// launchFleet launches an instant fleet (see createFleet).
+func (s *Server) launchFleet(x *xb, p url.Values) (int, string, string) {
 	if p.Get("Type") != "instant" {
 		return http.StatusBadRequest, "InvalidParameterValue", "the fake serves only instant fleets"
 	}
@@ -115,28 +142,49 @@ func (s *Server) createFleet(x *xb, p url.Values) (int, string, string) {
 		return http.StatusBadRequest, "InvalidParameterValue", "no overrides"
 	}
 	sort.SliceStable(overrides, func(i, j int) bool { return overrides[i].price < overrides[j].price })
-	tags := tagSpecs(p, "instance")
 	x.elem("fleetId", s.id("fleet"))
+	if s.bareFleetErrors > 0 {
+		s.bareFleetErrors--
+		x.open("errorSet")
+		x.open("item")
+		x.elem("errorCode", s.bareFleetError)
+		x.elem("errorMessage", "There is no capacity available that matches your request.")
+		x.elem("lifecycle", capacityType)
+		x.close("item")
+		x.close("errorSet")
+		x.open("fleetInstanceSet")
+		x.close("fleetInstanceSet")
+		return 0, "", ""
+	}
 	var launched *Instance
-	var failed []override
+	var failed []fleetError
 	for _, ov := range overrides {
+		lt := s.launchTemplates[ov.lt]
+		if msg := s.authorize(s.launchAuthz(lt, ov, capacityType, p)); msg != "" {
+			failed = append(failed, fleetError{ov, "UnauthorizedOperation", unauthorizedMessage(msg)})
+			continue
+		}
+		if code, msg := s.launchFault(ov, capacityType); code != "" {
+			failed = append(failed, fleetError{ov, code, msg})
+			continue
+		}
 		pool := Pool{InstanceType: ov.instanceType, Zone: ov.zone, CapacityType: capacityType}
 		if left, limited := s.pools[pool]; limited && left <= 0 {
-			failed = append(failed, ov)
+			failed = append(failed, fleetError{ov, "InsufficientInstanceCapacity", "We currently do not have sufficient " + ov.instanceType + " capacity in the Availability Zone you requested (" + ov.zone + ")."})
 			continue
 		}
 		if left, limited := s.pools[pool]; limited {
 			s.pools[pool] = left - 1
 		}
-		launched = s.launch(ov, capacityType, tags)
+		launched = s.launch(ov, capacityType, p)
 		break
 	}
 	x.open("errorSet")
-	for _, ov := range failed {
-		code := "InsufficientInstanceCapacity"
+	for _, f := range failed {
+		ov := f.ov
 		x.open("item")
-		x.elem("errorCode", code)
-		x.elem("errorMessage", "We currently do not have sufficient "+ov.instanceType+" capacity in the Availability Zone you requested ("+ov.zone+").")
+		x.elem("errorCode", f.code)
+		x.elem("errorMessage", f.msg)
 		writeLTOverrides(x, ov)
 		x.elem("lifecycle", capacityType)
 		x.close("item")
@@ -184,17 +232,25 @@ func (s *Server) price(instanceType, zone, capacityType string) float64 {
 	return 1e9
 }
 
-func (s *Server) launch(ov override, capacityType string, tags map[string]string) *Instance {
+// fleetError is one override a fleet could not launch.
+type fleetError struct {
+	ov        override
+	code, msg string
+}
+
+func (s *Server) launch(ov override, capacityType string, fleet url.Values) *Instance {
 	lt := s.launchTemplates[ov.lt]
+	now := s.clock()
 	inst := &Instance{
 		ID: s.id("i"), InstanceType: ov.instanceType, Zone: ov.zone, SubnetID: ov.subnet, ImageID: lt.Data.Get("ImageId"),
-		LaunchTemplate: ov.lt, Lifecycle: capacityType, State: "running", LaunchTime: s.clock(), Tags: map[string]string{},
-		SecurityGroups: values(lt.Data, "SecurityGroupId"),
+		LaunchTemplate: ov.lt, Lifecycle: capacityType, State: "running", LaunchTime: now,
+		Tags: launchTags(lt, fleet, "instance"), ENITags: launchTags(lt, fleet, "network-interface"),
+		SecurityGroups: launchSecurityGroups(lt.Data), visibleAt: now.Add(s.describeLag),
+	}
+	if capacityType == "spot" {
+		inst.SpotRequestTags = launchTags(lt, fleet, "spot-instances-request")
 	}
 	inst.PrivateDNSName = "ip-10-0-" + strconv.Itoa(s.nextID/256) + "-" + strconv.Itoa(s.nextID%256) + "." + s.Region + ".compute.internal"
-	for k, v := range tags {
-		inst.Tags[k] = v
-	}
 	s.instances = append(s.instances, inst)
 	return inst
 }
@@ -202,17 +258,19 @@ func (s *Server) launch(ov override, capacityType string, tags map[string]string
 func (s *Server) describeInstances(x *xb, p url.Values) (int, string, string) {
 	ids, fs := values(p, "InstanceId"), filters(p)
 	var found []*Instance
+	now := s.clock()
+	visible := func(inst *Instance) bool { return !now.Before(inst.visibleAt) }
 	for _, id := range ids {
 		ok := false
 		for _, inst := range s.instances {
-			ok = ok || inst.ID == id
+			ok = ok || (inst.ID == id && visible(inst))
 		}
 		if !ok {
 			return http.StatusBadRequest, "InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id)
 		}
 	}
 	for _, inst := range s.instances {
-		if (len(ids) > 0 && !contains(ids, inst.ID)) || !matches(fs, map[string]string{"instance-id": inst.ID, "instance-state-name": inst.State, "instance-type": inst.InstanceType}, inst.Tags) {
+		if !visible(inst) || (len(ids) > 0 && !contains(ids, inst.ID)) || !matches(fs, map[string]string{"instance-id": inst.ID, "instance-state-name": inst.State, "instance-type": inst.InstanceType}, inst.Tags) {
 			continue
 		}
 		found = append(found, inst)

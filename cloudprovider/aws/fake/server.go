@@ -43,6 +43,21 @@ type Server struct {
 	throttle        map[string]int // action → calls left to throttle
 	calls           []Call
 	nextID          int
+	policy          *Policy  // nil: every call is allowed
+	denials         []string // "action on resource" answered UnauthorizedOperation
+	// describeLag hides instances from DescribeInstances for this long after launch (EC2's
+	// eventual consistency); fleetTokens are CreateFleet answers by ClientToken.
+	describeLag time.Duration
+	fleetTokens map[string]fleetAnswer
+	// describeBucket, when set, rate-limits Describe* calls account-wide.
+	describeBucket    *tokenBucket
+	describeThrottled int
+	// Launch faults (faults.go).
+	exhaustedSubnets map[string]bool
+	spotLimit        int
+	noSpotSLR        bool
+	bareFleetError   string
+	bareFleetErrors  int
 	// PageSize caps every paginated answer (so pagination is exercised with few items).
 	PageSize int
 	// clock stamps launch times and spot price history.
@@ -101,6 +116,11 @@ type Instance struct {
 	State          string // pending, running, shutting-down, terminated
 	LaunchTime     time.Time
 	Tags           map[string]string
+	// ENITags and SpotRequestTags are the tags the primary network interface and the spot
+	// request were created with.
+	ENITags, SpotRequestTags map[string]string
+	// visibleAt is when DescribeInstances starts answering with the instance.
+	visibleAt time.Time
 }
 
 // Pool is one capacity pool.
@@ -116,6 +136,7 @@ func New(region string, instanceTypes []string, zones []string) *Server {
 		Region: region, typeZones: map[string][]string{}, launchTemplates: map[string]*LaunchTemplate{},
 		pools: map[Pool]int{}, ssm: map[string]string{}, queues: map[string][]*message{}, throttle: map[string]int{},
 		PageSize: 1000, clock: time.Now, profiles: map[string]*InstanceProfile{}, roles: map[string]bool{},
+		fleetTokens: map[string]fleetAnswer{}, exhaustedSubnets: map[string]bool{}, spotLimit: -1,
 	}
 	for _, name := range instanceTypes {
 		info := ec2data.Lookup(name)
@@ -157,6 +178,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusBadRequest, "ThrottlingException", "Rate exceeded")
 			return
 		}
+		if msg := s.authorize(s.jsonAuthz(name, action, in)); msg != "" {
+			code := "AccessDeniedException"
+			if name == "sqs" {
+				code = "com.amazon.coral.service#AccessDeniedException"
+			}
+			writeJSONError(w, http.StatusBadRequest, code, msg)
+			return
+		}
 		s.serveJSON(w, name, action, in)
 		return
 	}
@@ -168,12 +197,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	action := params.Get("Action")
 	if params.Get("Version") == iamVersion {
 		s.calls = append(s.calls, Call{Service: "iam", Action: action, Params: params})
+		if msg := s.authorize(s.iamAuthz(action, params)); msg != "" {
+			writeIAMError(w, http.StatusForbidden, "AccessDenied", msg)
+			return
+		}
 		s.serveIAM(w, action, params)
 		return
 	}
 	s.calls = append(s.calls, Call{Service: "ec2", Action: action, Params: params})
-	if s.throttled(action) {
+	if s.throttled(action) || s.rateLimited(action) {
 		writeEC2Error(w, http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
+		return
+	}
+	if msg := s.authorize(s.ec2Authz(action, params)); msg != "" {
+		writeUnauthorized(w, msg)
 		return
 	}
 	s.serveEC2(w, action, params)

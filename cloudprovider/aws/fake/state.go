@@ -183,3 +183,11 @@ func (s *Server) SetClock(now func() time.Time) {
 	defer s.mu.Unlock()
 	s.clock = now
 }
+
+// SetDescribeLag makes DescribeInstances eventually consistent: an instance CreateFleet launches
+// is missing from its answers (by id: InvalidInstanceID.NotFound; by filter: left out) for d.
+func (s *Server) SetDescribeLag(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.describeLag = d
+}
