@@ -51,4 +51,25 @@ func BenchmarkSolve(b *testing.B) {
 			b.ReportMetric(float64(len(res.Unschedulable)), "unschedulable")
 		})
 	}
+	// The public realistic family p (testdata/realistic-p), loaded through joist simulate.
+	for _, name := range familyP {
+		b.Run("family-p/"+name, func(b *testing.B) {
+			in, _ := loadFamilyP(b, name)
+			b.ReportAllocs()
+			var res solver.Result
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				res = solver.Solve(in)
+			}
+			perOp := b.Elapsed().Seconds() / float64(b.N)
+			b.ReportMetric(float64(len(in.Pods))/perOp, "pods/s")
+			b.ReportMetric(1000*(cpuSeconds()-cpu0)/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(len(res.NewNodeClaims)), "nodes")
+			b.ReportMetric(res.CostPerHour, "$/h")
+			if res.LowerBoundPerHour > 0 {
+				b.ReportMetric(res.CostPerHour/res.LowerBoundPerHour, "x-lowerbound")
+			}
+			b.ReportMetric(float64(len(res.Unschedulable)), "unschedulable")
+		})
+	}
 }

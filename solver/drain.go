@@ -36,8 +36,8 @@ func (s *solver) drain() {
 	}
 	for _, grow := range []bool{false, true} {
 		for _, p := range s.pools {
-			if !p.limited && len(p.minValues) == 0 {
-				s.drainPool(p, grow)
+			if len(p.minValues) == 0 {
+				s.withinLimits(p, func() { s.drainPool(p, grow) })
 			}
 		}
 	}

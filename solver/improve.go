@@ -279,7 +279,9 @@ func (s *solver) applySplit(n *node, inA []bool, usedA, usedB resVec, optsA, opt
 	n.pods, n.cls, n.ports, n.used, n.options, n.cheap = podsA, clsA, portsA, usedA, optsA, cheapA
 	b.pods, b.cls, b.ports, b.used, b.options = podsB, clsB, portsB, usedB, optsB
 	if p.limited {
-		p.committed.sub(n.commit)
+		if n.commit != nil {
+			p.committed.sub(n.commit)
+		}
 		n.commit, b.commit = p.types[cheapA].capacity, p.types[cheapB].capacity
 		p.committed.add(n.commit)
 		p.committed.add(b.commit)

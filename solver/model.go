@@ -68,7 +68,9 @@ func (p *pool) slack() resVec {
 func (p *pool) splitFits(a, b int, replaced resVec) bool {
 	extra := p.types[a].capacity.clone()
 	extra.add(p.types[b].capacity)
-	extra.sub(replaced)
+	if replaced != nil {
+		extra.sub(replaced)
+	}
 	return lessEq(extra, p.slack())
 }
 

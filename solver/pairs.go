@@ -23,8 +23,8 @@ const (
 // are priced once per pair of contents.
 func (s *solver) rebalance(memo *passMemo) {
 	for _, p := range s.pools {
-		if !p.limited && len(p.minValues) == 0 {
-			s.rebalancePool(p, memo)
+		if len(p.minValues) == 0 {
+			s.withinLimits(p, func() { s.rebalancePool(p, memo) })
 		}
 	}
 }

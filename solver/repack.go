@@ -95,13 +95,14 @@ func (s *solver) planCost() float64 {
 // zone or architecture carried free pods at their price and many nodes were full on cpu with
 // memory to spare (or the reverse); here the constrained pods are sized first and free pods are
 // chosen to balance each node's resources (fitScore, a vector bin-packing heuristic).
-// The result is kept only if the plan got cheaper. It runs for a single NodePool without limits
-// or minValues, where any free pod may go on any node whose requirements admit it.
+// The result is kept only if the plan got cheaper (and, for a pool with limits, still fits
+// them: withinLimits). It runs per NodePool without minValues, where any free pod may go on any
+// node whose requirements admit it.
 // With useLP the new nodes start from the rounded assignment LP (lpPack).
 func (s *solver) repack(topUp, useLP bool, memo *passMemo) {
 	for _, p := range s.pools {
-		if !p.limited && len(p.minValues) == 0 {
-			s.repackPool(p, topUp, useLP, memo)
+		if len(p.minValues) == 0 {
+			s.withinLimits(p, func() { s.repackPool(p, topUp, useLP, memo) })
 		}
 	}
 }
@@ -197,7 +198,10 @@ func (s *solver) repackPool(p *pool, topUp, useLP bool, memo *passMemo) {
 			s.fillRoom(n, order)
 		}
 	}
-	if useLP {
+	switch {
+	case useLP && memo.patterns:
+		s.patternPack(p, order, memo)
+	case useLP:
 		s.lpPack(p, order, memo)
 	}
 	// Zone-locked pods get nodes in their zone first, then pods that cannot use the type worth

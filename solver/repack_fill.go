@@ -129,6 +129,10 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 	if n.cheap < 0 {
 		return nil
 	}
+	if p.limited { // counted now; withinLimits checks the pass's total
+		n.commit = p.types[n.cheap].capacity
+		p.committed.add(n.commit)
+	}
 	for i, it := range items {
 		if k := best.counts[i]; k > 0 {
 			s.withItem(it, func() { s.assign(it.c, n, k) })

@@ -110,6 +110,12 @@ type passMemo struct {
 	admitted     map[string]bitset
 	rank         map[*class]int
 	lpFull       float64 // the share lpPack's nodes must be full to
+	// patterns: the LP-started repack rounds the pattern LP (patternPack) instead of the
+	// assignment LP; patternWork is the work its passes did, patternOut whether one ran out of
+	// its budget.
+	patterns    bool
+	patternWork float64
+	patternOut  bool
 }
 
 func newPassMemo(classes []*class) *passMemo {

@@ -31,6 +31,11 @@ func Solve(in Input) Result {
 		s.repack(true, false, memo)
 		s.drain()
 	}
+	// The pattern LP's rounding, kept only if it makes the plan cheaper, then the local moves.
+	memo.patterns, memo.lpFull = true, lpFullTopUp
+	s.repack(false, true, memo)
+	memo.patterns = false
+	s.tail(memo)
 	return s.result()
 }
 

@@ -1,0 +1,428 @@
+package solver
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Pattern packing: the LP relaxation of the whole-node covering problem, solved by column
+// generation, and rounded to whole nodes by diving.
+//
+//	minimise Σ_j price_j·x_j   s.t.  Σ_j a_gj·x_j ≥ n_g for every item g,  x ≥ 0
+//
+// A column j is a node pattern: one instance type under a zone and capacity-type mask (priced at
+// its cheapest offering there) and a whole number a_gj of pods of each item that fits its
+// allocatable (DaemonSets and kube overhead already taken off). Items are repack's pods of one
+// class (and, for zone-locked pods, one zone); offerings are seen once per distinct mask the items
+// ask for, so zones and capacity types nothing tells apart are one column family. Columns start
+// as one-item patterns and are generated: for each (type, mask) the pricing problem is a knapsack
+// over the items at the LP's duals, solved by greedy fills in several orders; a pattern whose
+// price is below its pods' worth joins the LP. Rounding takes whole copies of the patterns the LP
+// buys, re-solves the residual (generating again) and, when nothing is bought whole, rounds the
+// largest fraction up — the LP's family and size choice carried to whole nodes. What the budget
+// leaves is packed by repack's greedy fill.
+
+// patternBudget bounds a pattern pack's work (simplex pivots × rows, plus pricing steps). Past it,
+// column generation stops and the dive takes floors without re-solving; the remainder goes to
+// the greedy packing. Solve reports how much work each pass did and whether it ran out.
+const patternBudget = 3e8
+
+type patKind struct {
+	t      int
+	zm, cm uint64
+	zone   int // the zone when zm has one bit, else -1
+	price  float64
+	ok     []int // items that may use it
+}
+
+type pattern struct {
+	kind   int
+	counts map[int]int
+	price  float64
+}
+
+type patternLP struct {
+	s       *solver
+	p       *pool
+	items   []*item
+	need    []int
+	kinds   []patKind
+	pats    []pattern
+	seen    map[string]bool
+	work    float64
+	rows    []int
+	exhaust bool
+}
+
+// patternPack opens nodes for repack's items following the rounded pattern LP.
+func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
+	var items []*item
+	for _, it := range order {
+		if it.left() > 0 {
+			items = append(items, it)
+		}
+	}
+	if len(items) == 0 {
+		return
+	}
+	lp := s.newPatternLP(p, items)
+	if len(lp.kinds) == 0 {
+		return
+	}
+	lp.seedColumns()
+	chosen := lp.dive()
+	memo.patternWork += lp.work
+	memo.patternOut = memo.patternOut || lp.exhaust
+	compat := make([]bitset, len(items))
+	for i, it := range items {
+		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
+	}
+	for _, pt := range chosen {
+		k := lp.kinds[pt.kind]
+		var sub []*item
+		var real []*item
+		var subCompat []bitset
+		zone := k.zone
+		for _, gi := range sortedKeys(pt.counts) {
+			it := items[gi]
+			n := min(pt.counts[gi], it.left())
+			if n <= 0 {
+				continue
+			}
+			if it.zone >= 0 {
+				zone = it.zone
+			}
+			sub = append(sub, &item{c: it.c, zone: it.zone, pods: it.pods[it.next : it.next+n]})
+			real = append(real, it)
+			subCompat = append(subCompat, compat[gi])
+		}
+		if len(sub) == 0 {
+			continue
+		}
+		f := s.simulateFill(p, k.t, sub, subCompat, len(sub), zone)
+		if f == nil {
+			continue
+		}
+		if s.commitFill(p, f, sub, zone) == nil {
+			continue
+		}
+		for i, it := range real {
+			it.next += f.counts[i]
+		}
+	}
+}
+
+func sortedKeys(m map[int]int) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (s *solver) newPatternLP(p *pool, items []*item) *patternLP {
+	lp := &patternLP{s: s, p: p, items: items, need: make([]int, len(items)), seen: map[string]bool{}}
+	type mask struct{ zm, cm uint64 }
+	var masks []mask
+	seenMask := map[mask]bool{}
+	itemMask := make([]mask, len(items))
+	for gi, it := range items {
+		lp.need[gi] = it.left()
+		a := s.effAt(it.c, 0).alts[0]
+		zm, cm := p.zoneMask&a.zoneMask, p.ctMask&a.ctMask
+		if it.zone >= 0 {
+			zm &= 1 << uint(it.zone)
+		}
+		itemMask[gi] = mask{zm, cm}
+		if !seenMask[itemMask[gi]] {
+			seenMask[itemMask[gi]] = true
+			masks = append(masks, itemMask[gi])
+		}
+	}
+	lp.rows = demandRows(func() []*asgGroup {
+		gs := make([]*asgGroup, len(items))
+		for i, it := range items {
+			gs[i] = &asgGroup{d: it.c.req}
+		}
+		return gs
+	}(), s.d.n())
+	compat := make([]bitset, len(items))
+	for i, it := range items {
+		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])
+	}
+	for _, m := range masks {
+		for ti, t := range p.types {
+			pr, _ := t.price(m.zm, m.cm)
+			if pr <= 0 {
+				continue
+			}
+			k := patKind{t: ti, zm: m.zm, cm: m.cm, zone: -1, price: pr}
+			if m.zm != 0 && m.zm&(m.zm-1) == 0 {
+				k.zone = trailingZeros(m.zm)
+			}
+			for gi, it := range items {
+				im := itemMask[gi]
+				if m.zm&^im.zm == 0 && m.cm&^im.cm == 0 && compat[gi].has(ti) && lessEq(it.c.req, t.alloc) {
+					k.ok = append(k.ok, gi)
+				}
+			}
+			if len(k.ok) > 0 {
+				lp.kinds = append(lp.kinds, k)
+			}
+		}
+	}
+	return lp
+}
+
+func trailingZeros(m uint64) int {
+	n := 0
+	for m&1 == 0 {
+		m >>= 1
+		n++
+	}
+	return n
+}
+
+// add records a pattern if it is new.
+func (lp *patternLP) add(kind int, counts map[int]int) bool {
+	if len(counts) == 0 {
+		return false
+	}
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(kind))
+	for _, g := range sortedKeys(counts) {
+		b.WriteByte(';')
+		b.WriteString(strconv.Itoa(g))
+		b.WriteByte('x')
+		b.WriteString(strconv.Itoa(counts[g]))
+	}
+	key := b.String()
+	if lp.seen[key] {
+		return false
+	}
+	lp.seen[key] = true
+	lp.pats = append(lp.pats, pattern{kind: kind, counts: counts, price: lp.kinds[kind].price})
+	return true
+}
+
+// seedColumns adds, for every item, its one-item patterns on the kinds that run it cheapest per
+// pod.
+func (lp *patternLP) seedColumns() {
+	const perItem = 3
+	type cand struct {
+		kind int
+		n    int
+		cost float64
+	}
+	byItem := make([][]cand, len(lp.items))
+	for ki, k := range lp.kinds {
+		t := lp.p.types[k.t]
+		for _, gi := range k.ok {
+			n := fitCount(lp.s.d.zero(), lp.items[gi].c.req, t.alloc, lp.need[gi])
+			if n > 0 {
+				byItem[gi] = append(byItem[gi], cand{ki, n, k.price / float64(n)})
+			}
+		}
+	}
+	for gi, cs := range byItem {
+		sort.SliceStable(cs, func(a, b int) bool { return cs[a].cost < cs[b].cost })
+		for _, c := range cs[:min(perItem, len(cs))] {
+			lp.add(c.kind, map[int]int{gi: c.n})
+		}
+	}
+}
+
+// solve solves the LP over the current patterns for the residual need; it returns the duals per
+// item and x per pattern. Counts above the residual need are clipped.
+func (lp *patternLP) solve() (pi, x []float64) {
+	m := len(lp.items)
+	b := make([]float64, m)
+	for gi, n := range lp.need {
+		b[gi] = float64(n)
+	}
+	maxPrice := 0.0
+	for _, k := range lp.kinds {
+		maxPrice = math.Max(maxPrice, k.price)
+	}
+	cols := make([]sparseCol, 0, 2*m+len(lp.pats))
+	basis := make([]int, m)
+	for gi := range lp.items {
+		basis[gi] = len(cols)
+		cols = append(cols, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(gi)}, vals: []float64{1}})
+		cols = append(cols, sparseCol{rows: []int32{int32(gi)}, vals: []float64{-1}})
+	}
+	first := len(cols)
+	for _, pt := range lp.pats {
+		c := sparseCol{cost: pt.price}
+		for _, gi := range sortedKeys(pt.counts) {
+			if v := min(pt.counts[gi], lp.need[gi]); v > 0 {
+				c.rows = append(c.rows, int32(gi))
+				c.vals = append(c.vals, float64(v))
+			}
+		}
+		if len(c.rows) == 0 {
+			c.cost = math.Inf(1) // never enters
+		}
+		cols = append(cols, c)
+	}
+	maxIter := 20*m + 200
+	pi, xs, _ := revisedSimplex(m, b, cols, basis, maxIter)
+	lp.work += float64(maxIter/4+m) * float64(m*m) / 4
+	return pi, xs[first:]
+}
+
+// price runs the pricing problem of every kind at duals pi and adds the patterns whose reduced
+// cost is negative; it reports whether any was added.
+func (lp *patternLP) price(pi []float64) bool {
+	added := false
+	for ki := range lp.kinds {
+		k := &lp.kinds[ki]
+		counts, worth := lp.knapsack(k, pi)
+		if worth > k.price*(1+1e-6) && lp.add(ki, counts) {
+			added = true
+		}
+	}
+	return added
+}
+
+// knapsack fills one node of kind k with the items of most dual worth: greedy fills in several
+// orders (by worth per share of the node on the sum of resources, on the largest, on each
+// resource alone), the best kept.
+func (lp *patternLP) knapsack(k *patKind, pi []float64) (map[int]int, float64) {
+	t := lp.p.types[k.t]
+	var cands []int
+	for _, gi := range k.ok {
+		if lp.need[gi] > 0 && pi[gi] > 1e-12 {
+			cands = append(cands, gi)
+		}
+	}
+	if len(cands) == 0 {
+		return nil, 0
+	}
+	share := func(gi, r int) float64 {
+		if t.alloc[r] <= 0 {
+			return 0
+		}
+		return float64(lp.items[gi].c.req[r]) / float64(t.alloc[r])
+	}
+	nOrders := 2 + len(lp.rows)
+	var best map[int]int
+	bestWorth := 0.0
+	key := make([]float64, len(lp.items))
+	ord := make([]int, len(cands))
+	used := lp.s.d.zero()
+	for o := 0; o < nOrders; o++ {
+		for _, gi := range cands {
+			size := 0.0
+			for ri, r := range lp.rows {
+				sh := share(gi, r)
+				switch {
+				case o == 0:
+					size += sh
+				case o == 1:
+					size = math.Max(size, sh)
+				case ri == o-2:
+					size = sh
+				}
+			}
+			key[gi] = pi[gi] / math.Max(size, 1e-9)
+		}
+		copy(ord, cands)
+		sort.SliceStable(ord, func(a, b int) bool { return key[ord[a]] > key[ord[b]] })
+		for r := range used {
+			used[r] = 0
+		}
+		counts := map[int]int{}
+		worth := 0.0
+		for _, gi := range ord {
+			n := fitCount(used, lp.items[gi].c.req, t.alloc, lp.need[gi])
+			if n <= 0 {
+				continue
+			}
+			for range n {
+				used.add(lp.items[gi].c.req)
+			}
+			counts[gi] = n
+			worth += float64(n) * pi[gi]
+		}
+		lp.work += float64(len(cands) * 8)
+		if worth > bestWorth {
+			best, bestWorth = counts, worth
+		}
+	}
+	return best, bestWorth
+}
+
+// generate alternates solving and pricing until no pattern prices out or the budget is spent.
+func (lp *patternLP) generate() (pi, x []float64) {
+	for {
+		pi, x = lp.solve()
+		if lp.work > patternBudget {
+			lp.exhaust = true
+			return pi, x
+		}
+		if !lp.price(pi) {
+			return pi, x
+		}
+	}
+}
+
+// dive rounds the LP to whole nodes: whole copies of what it buys, then the residual re-solved;
+// when it buys nothing whole, its largest fraction rounded up.
+func (lp *patternLP) dive() []pattern {
+	var out []pattern
+	take := func(pt pattern) {
+		c := map[int]int{}
+		for g, n := range pt.counts {
+			if v := min(n, lp.need[g]); v > 0 {
+				c[g] = v
+				lp.need[g] -= v
+			}
+		}
+		if len(c) > 0 {
+			out = append(out, pattern{kind: pt.kind, counts: c, price: pt.price})
+		}
+	}
+	left := func() int {
+		n := 0
+		for _, v := range lp.need {
+			n += v
+		}
+		return n
+	}
+	for left() > 0 {
+		var x []float64
+		if lp.exhaust {
+			_, x = lp.solve()
+		} else {
+			_, x = lp.generate()
+		}
+		took := false
+		for j, v := range x {
+			for c := 0; c < int(math.Floor(v+1e-6)); c++ {
+				take(lp.pats[j])
+				took = true
+			}
+		}
+		if lp.exhaust {
+			return out
+		}
+		if took {
+			continue
+		}
+		bj, bv := -1, 1e-6
+		for j, v := range x {
+			if v > bv {
+				bj, bv = j, v
+			}
+		}
+		if bj < 0 {
+			return out
+		}
+		take(lp.pats[bj])
+	}
+	return out
+}
