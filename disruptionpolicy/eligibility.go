@@ -66,10 +66,13 @@ func Judge(n Node, pdbs PDBs, now time.Time) Verdict {
 		v.NotConsolidatable = v.Blocked()
 	case n.Pool == nil:
 		v.NotConsolidatable = "not a node of a NodePool"
-	case n.Pool.Spec.Disruption.ConsolidateAfter.IsNever():
+	case n.Pool.Spec.Disruption.ConsolidateAfter.Never:
 		v.NotConsolidatable = fmt.Sprintf("NodePool %s has consolidateAfter: Never", n.Pool.Name)
 	default:
-		after := *n.Pool.Spec.Disruption.ConsolidateAfter.Duration
+		var after time.Duration // unset (a NodePool the apiserver did not default): the default 0s
+		if d := n.Pool.Spec.Disruption.ConsolidateAfter.Duration; d != nil {
+			after = *d
+		}
 		if since := now.Sub(n.LastPodEvent); !n.LastPodEvent.IsZero() && since < after {
 			v.NotConsolidatable = fmt.Sprintf("a pod landed on or left it %s ago, less than NodePool %s's consolidateAfter (%s)",
 				since.Truncate(time.Second), n.Pool.Name, after)

@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/disruptionpolicy"
 )
 
 // Options tune the disruption loop.
@@ -68,6 +69,8 @@ func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudP
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 
 // Register adds the loop to the manager (leader-elected).
@@ -180,7 +183,7 @@ func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) (bool, err
 			continue
 		}
 		node := cl.nodes[nc.Status.NodeName]
-		tainted := node != nil && node.DeletionTimestamp.IsZero() && hasDisruptedTaint(node)
+		tainted := node != nil && node.DeletionTimestamp.IsZero() && disruptionpolicy.HasDisruptedTaint(node)
 		if !tainted && !nc.IsTrue(v1.ConditionTypeDisrupting) {
 			continue
 		}

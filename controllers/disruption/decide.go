@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -20,18 +21,19 @@ import (
 func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member) error {
 	busy := c.busyPools()
 	now := c.clock.Now()
-	budgets := map[string]solver.DisruptionBudget{}
-	for name, np := range cl.pools {
+	counts := map[string]disruptionpolicy.PoolCount{}
+	for name := range cl.pools {
 		total, disrupting := cl.poolCounts(name)
-		b := solver.DisruptionBudget{}
-		for _, r := range reasons {
-			b[r] = AllowedDisruptions(np, r, total, disrupting, now)
+		counts[name] = disruptionpolicy.PoolCount{Total: total, Disrupting: disrupting}
+	}
+	budgets := disruptionpolicy.PoolBudgets(cl.pools, counts, now)
+	for name, b := range budgets {
+		for _, r := range disruptionpolicy.Reasons {
 			allowedDisruptionsGauge.WithLabelValues(name, string(r)).Set(float64(b[r]))
 			if busy[name] {
 				b[r] = 0
 			}
 		}
-		budgets[name] = b
 	}
 	free := func(m *member) bool { return m.blocked == "" && !busy[m.pool.Name] }
 
@@ -49,7 +51,8 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, m := range members {
 		byNode[m.node.Name] = m
 	}
-	in = withDisplaced(in, displacedPods(cl, in.Pods))
+	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods),
+		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
 	cin := solver.ConsolidationInput{Input: in, Budgets: budgets}
 	cin.Pods = nil
 	inSnapshot := map[string]bool{}
@@ -61,8 +64,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
 			continue
 		}
-		whenEmpty := m.pool.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty
-		cin.Candidates = append(cin.Candidates, solver.Candidate{Node: m.node.Name, DisruptionCost: m.cost, EmptyOnly: whenEmpty})
+		cin.Candidates = append(cin.Candidates, disruptionpolicy.Candidate(m.policyNode(), m.verdict))
 		eligible["underutilized"]++
 	}
 	plan := solver.Consolidate(cin)
@@ -174,7 +176,7 @@ func (c *Controller) blockedEvent(m *member, why string) {
 func (c *Controller) expire(ctx context.Context, cl *cluster, now time.Time) error {
 	var errs []error
 	for _, nc := range cl.claims {
-		if !nc.DeletionTimestamp.IsZero() || !expired(nc, now) {
+		if !nc.DeletionTimestamp.IsZero() || !disruptionpolicy.Expired(nc, now) {
 			continue
 		}
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Expired", "Disrupt", "Deleting NodeClaim: expired after %s (expireAfter)", nc.Spec.ExpireAfter.String())

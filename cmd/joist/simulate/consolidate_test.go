@@ -70,3 +70,50 @@ func TestConsolidationWhatIf(t *testing.T) {
 		t.Errorf("want exactly one command:\n%s", out)
 	}
 }
+
+// The dump's NodeClaims count as the controller counts them: node-a's claim carries a
+// do-not-disrupt duration still running, node-b's claim is not initialized, so neither may go, and
+// the what-if names the claim (or the condition) that keeps each.
+func TestConsolidationWhatIfReadsNodeClaims(t *testing.T) {
+	claim := func(node, annotations string, initialized bool) string {
+		cond := ""
+		if initialized {
+			cond = `
+  conditions:
+  - {type: Initialized, status: "True", reason: Initialized, message: "", lastTransitionTime: "2026-01-01T00:00:00Z"}`
+		}
+		return `---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: claim-` + node + `
+  labels: {karpenter.sh/nodepool: general}
+  annotations: {` + annotations + `}
+  creationTimestamp: "2099-01-01T00:00:00Z"
+spec:
+  nodeClassRef: {group: kwok.joist.dev, kind: KWOKNodeClass, name: default}
+  requirements: []
+status:
+  nodeName: ` + node + cond + "\n"
+	}
+	dir := t.TempDir()
+	input := whatIfPool + whatIfNode("node-a", "") + whatIfNode("node-b", "") + whatIfNode("node-c", "") +
+		claim("node-a", `karpenter.sh/do-not-disrupt: "1000000h"`, true) + claim("node-b", "", false)
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(input), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"-f", dir, "--consolidate"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`node-a\s+nodeclaim claim-node-a has karpenter.sh/do-not-disrupt until`),
+		regexp.MustCompile(`node-b\s+the node is not initialized`),
+		regexp.MustCompile(`1\s+Underutilized\s+node-c\s`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
