@@ -51,6 +51,20 @@ func (v Verdict) Blocked() string {
 	return v.Protection.String()
 }
 
+// DriftBlocked is why drift may not replace the node now, or "". As in Karpenter v1, drift (an
+// eventual disruption) proceeds past pod-level protections — a pod's do-not-disrupt annotation, a
+// PodDisruptionBudget refusing an eviction — when the NodeClaim's terminationGracePeriod bounds the
+// drain; a Node's or NodeClaim's own do-not-disrupt still blocks it.
+func (v Verdict) DriftBlocked(claim *v1.NodeClaim) string {
+	if v.Unavailable != "" {
+		return v.Unavailable
+	}
+	if v.Protection == nil || (v.Protection.PodLevel && claim != nil && claim.Spec.TerminationGracePeriod != nil) {
+		return ""
+	}
+	return v.Protection.String()
+}
+
 // Judge applies the policy to one node at now.
 func Judge(n Node, pdbs PDBs, now time.Time) Verdict {
 	v := Verdict{Cost: DisruptionCost(n.Pods, n.Claim, now)}

@@ -105,3 +105,51 @@ func TestExpired(t *testing.T) {
 		}
 	}
 }
+
+// Drift proceeds past a pod's do-not-disrupt or PDB once terminationGracePeriod bounds the drain,
+// never past the Node's or NodeClaim's own do-not-disrupt (Karpenter v1's eventual disruption).
+func TestDriftBlocked(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name           string
+		nodeDND, tgp   bool
+		podDND, pdb0   bool
+		wantBlocked    bool
+		wantConsBlocks bool
+	}{
+		{name: "pod do-not-disrupt, no TGP", podDND: true, wantBlocked: true, wantConsBlocks: true},
+		{name: "pod do-not-disrupt, TGP", podDND: true, tgp: true, wantConsBlocks: true},
+		{name: "PDB, TGP", pdb0: true, tgp: true, wantConsBlocks: true},
+		{name: "PDB, no TGP", pdb0: true, wantBlocked: true, wantConsBlocks: true},
+		{name: "node do-not-disrupt, TGP", nodeDND: true, tgp: true, wantBlocked: true, wantConsBlocks: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc"}}
+			nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
+			if tc.tgp {
+				nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+			}
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node"}}
+			if tc.nodeDND {
+				node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "a"}},
+				Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+			if tc.podDND {
+				pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+			}
+			var pdbs []*policyv1.PodDisruptionBudget
+			if tc.pdb0 {
+				pdbs = append(pdbs, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"},
+					Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{}}})
+			}
+			v := Judge(Node{Node: node, Claim: nc, Pods: []*corev1.Pod{pod}}, NewPDBs(pdbs), now)
+			if got := v.DriftBlocked(nc) != ""; got != tc.wantBlocked {
+				t.Errorf("DriftBlocked = %q, want blocked %t", v.DriftBlocked(nc), tc.wantBlocked)
+			}
+			if got := v.Blocked() != ""; got != tc.wantConsBlocks {
+				t.Errorf("Blocked = %q, want blocked %t", v.Blocked(), tc.wantConsBlocks)
+			}
+		})
+	}
+}

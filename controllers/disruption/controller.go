@@ -21,6 +21,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/disruptionpolicy"
+	"github.com/joist-dev/joist/solver"
 )
 
 // Options tune the disruption loop.
@@ -32,11 +33,18 @@ type Options struct {
 	ValidationDelay time.Duration
 	// ReplacementTimeout abandons a command whose replacements did not initialize in time.
 	ReplacementTimeout time.Duration
+	// MinSavingsFraction is the least share of the disrupted nodes' price a consolidation must
+	// save (0: any saving).
+	MinSavingsFraction float64
+	// SpotToSpotConsolidation lets consolidation replace spot nodes by a spot node (upstream
+	// Karpenter's SpotToSpotConsolidation feature gate; off by default, as there).
+	SpotToSpotConsolidation bool
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{PollInterval: 10 * time.Second, ValidationDelay: 5 * time.Second, ReplacementTimeout: 10 * time.Minute}
+	return Options{PollInterval: 10 * time.Second, ValidationDelay: 5 * time.Second, ReplacementTimeout: 10 * time.Minute,
+		MinSavingsFraction: solver.DefaultMinSavingsFraction}
 }
 
 // Controller is the disruption loop.
@@ -53,7 +61,8 @@ type Controller struct {
 	mu sync.Mutex
 	// podSets remembers each claim's pods between loops (lastPodEventTime).
 	podSets map[string]podSet
-	// commands in flight; a pool in one of them starts no other.
+	// commands in flight; their nodes count against the pools' budgets (they are marked
+	// Disrupting), so a pool may have several, up to its budget.
 	commands []*command
 	// blocked remembers the last Blocked event per claim, so it is sent once per change.
 	blocked map[string]string
@@ -100,7 +109,7 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // Reconcile is one pass of the loop: read, mark expiry and drift, advance the commands in flight,
-// then start at most one new command per free NodePool.
+// then start at most one new command (more start on later passes, within the budgets).
 func (c *Controller) Reconcile(ctx context.Context) error {
 	now := c.clock.Now()
 	cl, err := c.readCluster(ctx)
@@ -151,14 +160,17 @@ func (c *Controller) advanceAll(ctx context.Context, cl *cluster) error {
 	return errors.Join(errs...)
 }
 
-// busyPools are the pools a command in flight touches.
-func (c *Controller) busyPools() map[string]bool {
+// inFlightNodes are the nodes of the commands in flight other than except (nil: all).
+func (c *Controller) inFlightNodes(except *command) map[string]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]bool{}
 	for _, cmd := range c.commands {
-		for p := range cmd.pools {
-			out[p] = true
+		if cmd == except {
+			continue
+		}
+		for _, t := range cmd.targets {
+			out[t.node] = true
 		}
 	}
 	return out

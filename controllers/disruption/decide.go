@@ -16,10 +16,11 @@ import (
 	"github.com/joist-dev/joist/solver"
 )
 
-// decide runs the voluntary methods in order (emptiness, drift, consolidation) over the pools with
-// no command in flight, and starts the first command one of them yields.
+// decide runs the voluntary methods in order (emptiness, drift, consolidation) and starts the first
+// command one of them yields. Commands in flight take their pools' budgets (their nodes are marked
+// Disrupting) and their pods are planned as displaced, so a pool runs several commands at once up
+// to its budget, one more per pass.
 func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member) error {
-	busy := c.busyPools()
 	now := c.clock.Now()
 	counts := map[string]disruptionpolicy.PoolCount{}
 	for name := range cl.pools {
@@ -30,12 +31,9 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for name, b := range budgets {
 		for _, r := range disruptionpolicy.Reasons {
 			allowedDisruptionsGauge.WithLabelValues(name, string(r)).Set(float64(b[r]))
-			if busy[name] {
-				b[r] = 0
-			}
 		}
 	}
-	free := func(m *member) bool { return m.blocked == "" && !busy[m.pool.Name] }
+	free := func(m *member) bool { return m.blocked == "" }
 
 	// Provisioning is under way (pods pending and claims launching): wait, or the plan would count
 	// on room the new pods are about to take.
@@ -51,9 +49,10 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, m := range members {
 		byNode[m.node.Name] = m
 	}
-	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods),
+	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(nil)),
 		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
-	cin := solver.ConsolidationInput{Input: in, Budgets: budgets}
+	minSavings := c.opts.MinSavingsFraction
+	cin := solver.ConsolidationInput{Input: in, Budgets: budgets, MinSavingsFraction: &minSavings, SpotToSpot: c.opts.SpotToSpotConsolidation}
 	cin.Pods = nil
 	inSnapshot := map[string]bool{}
 	for _, n := range in.Nodes {
@@ -80,7 +79,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// 2. Drift.
 	var drifted []*member
 	for _, m := range members {
-		if m.driftReason != "" && free(m) && inSnapshot[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
+		if m.driftReason != "" && m.verdict.DriftBlocked(m.claim) == "" && inSnapshot[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
 			drifted = append(drifted, m)
 		}
 	}
