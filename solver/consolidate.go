@@ -18,6 +18,13 @@ type ConsolidationInput struct {
 	// Budgets holds, per NodePool name, how many more of its nodes may be disrupted now for each
 	// reason. A pool missing here, or a reason missing from its budget, allows none.
 	Budgets map[string]DisruptionBudget
+	// MinSavingsFraction is the least share of the disrupted nodes' price a repack must save; nil
+	// means DefaultMinSavingsFraction, 0 any saving.
+	MinSavingsFraction *float64
+	// SpotToSpot lets spot nodes be replaced by one spot node (upstream Karpenter's
+	// SpotToSpotConsolidation feature gate, off by default there and here): a single node only
+	// when at least SpotToSpotMinOptions cheaper instance types could replace it.
+	SpotToSpot bool
 }
 
 // DisruptionBudget is the number of nodes a pool may still disrupt, per reason.

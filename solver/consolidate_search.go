@@ -21,9 +21,10 @@ const (
 	// maxUnplacedRetries bounds how often a set is shrunk by the nodes whose pods found no place.
 	maxUnplacedRetries = 3
 	savingsEpsilon     = 1e-9
-	// MinSavingsFraction is the least share of the disrupted nodes' price a repack must save: moving
-	// many pods to save a cent is churn, and a later round would find the next cent (flapping).
-	MinSavingsFraction = 0.05
+	// DefaultMinSavingsFraction is the least share of the disrupted nodes' price a repack must save
+	// unless ConsolidationInput says otherwise: moving many pods to save a cent is churn, and a later
+	// round would find the next cent (flapping).
+	DefaultMinSavingsFraction = 0.05
 )
 
 // emptyCommand deletes the candidates that run no movable pods, within the pools' Empty budgets.
@@ -223,13 +224,17 @@ func (p *planner) solveWithout(set []*cand) evaluation {
 	if p.bound == nil {
 		p.bound = newBound(p)
 	}
-	if lb := p.bound.newNodesCost(set, p.gone); e.removed-lb < MinSavingsFraction*e.removed || e.removed-lb <= savingsEpsilon {
+	minSavings := DefaultMinSavingsFraction
+	if p.in.MinSavingsFraction != nil {
+		minSavings = *p.in.MinSavingsFraction
+	}
+	if lb := p.bound.newNodesCost(set, p.gone); e.removed-lb < minSavings*e.removed || e.removed-lb <= savingsEpsilon {
 		return e // cannot save enough whatever Solve does
 	}
 	e.result = p.solveRemoving(removing, pods, set)
 	e.savings = e.removed - e.result.CostPerHour
 	e.valid = len(e.result.Unschedulable) == 0 && e.savings > savingsEpsilon &&
-		e.savings >= MinSavingsFraction*e.removed && p.spotRuleHolds(set, e.result)
+		e.savings >= minSavings*e.removed && p.spotRuleHolds(set, e.result)
 	return e
 }
 
@@ -270,16 +275,24 @@ func (p *planner) poolsFreeing(set []*cand) []NodePoolInput {
 	return out
 }
 
-// spotRuleHolds applies the spot-to-spot rule to a single spot node replaced by one spot node.
+// spotRuleHolds applies the spot-to-spot rules to spot nodes replaced by one spot node: not at all
+// unless SpotToSpot is on, and a single node only with SpotToSpotMinOptions cheaper options.
 func (p *planner) spotRuleHolds(set []*cand, r Result) bool {
-	if len(set) != 1 || len(r.NewNodeClaims) != 1 {
+	if len(r.NewNodeClaims) != 1 || r.NewNodeClaims[0].Offering.CapacityType != v1.CapacityTypeSpot {
 		return true
 	}
-	c, plan := set[0], &r.NewNodeClaims[0]
-	if c.node.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeSpot || plan.Offering.CapacityType != v1.CapacityTypeSpot {
+	for _, c := range set {
+		if c.node.Labels[v1.CapacityTypeLabelKey] != v1.CapacityTypeSpot {
+			return true
+		}
+	}
+	if !p.in.SpotToSpot {
+		return false
+	}
+	if len(set) != 1 {
 		return true
 	}
-	return spotOptionsBelow(plan, c.price) >= SpotToSpotMinOptions
+	return spotOptionsBelow(&r.NewNodeClaims[0], set[0].price) >= SpotToSpotMinOptions
 }
 
 // command turns the chosen evaluation into a Command and spends the budgets it uses.

@@ -264,13 +264,19 @@ func TestConsolidateSpotToSpotNeedsFifteenCheaperOptions(t *testing.T) {
 		in := solver.ConsolidationInput{Input: solver.Input{
 			NodePools: []solver.NodePoolInput{poolInput(nodePool("spot"), its)},
 			Nodes:     []solver.ExistingNode{runningNode("s", "spot", big, "zone-a", v1.CapacityTypeSpot, pods(1, "p", "500m", "1Gi")...)},
-		}, Budgets: budgets(1, "spot")}
+		}, Budgets: budgets(1, "spot"), SpotToSpot: true}
 		in.Candidates = allCandidates(in.Input)
 		return in
 	}
 	// big spot costs 0.30; the 20 small types' spot prices 0.060–0.174 are all cheaper: replaced.
 	if plan := consolidate(t, mk(withBig)); len(plan.Commands) != 1 || plan.Commands[0].Replacements[0].Offering.CapacityType != v1.CapacityTypeSpot {
 		t.Fatalf("want a spot replacement with 20 cheaper options, got %s", describe(plan))
+	}
+	// SpotToSpot off (upstream's default): the same spot node stays.
+	off := mk(withBig)
+	off.SpotToSpot = false
+	if plan := consolidate(t, off); len(plan.Commands) != 0 {
+		t.Fatalf("want no spot-to-spot replacement with SpotToSpot off, got %s", describe(plan))
 	}
 	// Only 5 cheaper types: not enough options, so the spot node stays.
 	few := append(append([]*catalog.InstanceType(nil), types[:5]...), big)
@@ -388,4 +394,26 @@ func describe(plan solver.ConsolidationPlan) string {
 		out += fmt.Sprintf(" saves %.3f", c.SavingsPerHour)
 	}
 	return out
+}
+
+// MinSavingsFraction: a repack saving 4% of the removed price is churn under the default 5%, and
+// allowed when the caller lowers the minimum.
+func TestConsolidateMinSavingsFraction(t *testing.T) {
+	m4 := instanceType("m-4", "4", "16Gi", 0.20, onlyOnDemand)
+	m4b := instanceType("m-4b", "4", "16Gi", 0.192, onlyOnDemand)
+	mk := func(min *float64) solver.ConsolidationInput {
+		in := solver.ConsolidationInput{Input: solver.Input{
+			NodePools: []solver.NodePoolInput{poolInput(nodePool("general"), []*catalog.InstanceType{m4, m4b})},
+			Nodes:     []solver.ExistingNode{runningNode("n", "general", m4, "zone-a", v1.CapacityTypeOnDemand, pods(1, "p", "3", "8Gi")...)},
+		}, Budgets: budgets(1, "general"), MinSavingsFraction: min}
+		in.Candidates = allCandidates(in.Input)
+		return in
+	}
+	if plan := consolidate(t, mk(nil)); len(plan.Commands) != 0 {
+		t.Fatalf("a 4%% saving passed the default 5%% minimum: %s", describe(plan))
+	}
+	low := 0.01
+	if plan := consolidate(t, mk(&low)); len(plan.Commands) != 1 {
+		t.Fatalf("want the 4%% saving taken with a 1%% minimum, got %s", describe(plan))
+	}
 }

@@ -67,6 +67,12 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.DurationVar(&p.BatchMaxDuration, "batch-max-duration", p.BatchMaxDuration, "Close a provisioning batch this long after its first pod, however busy.")
 	fs.DurationVar(&p.BatchSettleDuration, "batch-settle-duration", p.BatchSettleDuration, "Close a provisioning batch of ReplicaSet, StatefulSet and Job pods once no new pod arrived for this long and those workloads have created all their pods (0: idle and max windows only).")
 	fs.DurationVar(&f.controllers.NodeClaim.RegistrationTimeout, "registration-timeout", f.controllers.NodeClaim.RegistrationTimeout, "Delete a launched NodeClaim whose Node did not register within this.")
+	d := &f.controllers.Disruption
+	disruptionEnv := newEnvFlags(fs)
+	disruptionEnv.Float64(&d.MinSavingsFraction, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", d.MinSavingsFraction,
+		"Least share (0–1) of the disrupted nodes' price a consolidation must save; 0 takes any saving.")
+	disruptionEnv.Bool(&d.SpotToSpotConsolidation, "spot-to-spot-consolidation", "SPOT_TO_SPOT_CONSOLIDATION", d.SpotToSpotConsolidation,
+		"Let consolidation replace spot nodes by a spot node (Karpenter's SpotToSpotConsolidation feature gate, off by default there too).")
 	f.cloud.bind(fs)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -78,6 +84,12 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	}
 	if p.BatchSettleDuration < 0 || p.BatchSettleDuration > p.BatchIdleDuration {
 		return f, zapOpts, fmt.Errorf("--batch-settle-duration must be ≥ 0 and ≤ --batch-idle-duration (got %s and %s)", p.BatchSettleDuration, p.BatchIdleDuration)
+	}
+	if err := disruptionEnv.check(); err != nil {
+		return f, zapOpts, err
+	}
+	if d.MinSavingsFraction < 0 || d.MinSavingsFraction >= 1 {
+		return f, zapOpts, fmt.Errorf("--consolidation-min-savings must be in [0, 1) (got %v from %s)", d.MinSavingsFraction, disruptionEnv.source("consolidation-min-savings"))
 	}
 	if f.gracefulShutdownTimeout <= 0 {
 		return f, zapOpts, fmt.Errorf("--graceful-shutdown-timeout must be > 0 (got %s)", f.gracefulShutdownTimeout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,5 +42,37 @@ func TestManagerFlagErrors(t *testing.T) {
 	}
 	if m := f.metricsOptions(); m.SecureServing || m.FilterProvider != nil || f.tlsOpts() != nil || f.leaderElectionNS != "y" {
 		t.Errorf("explicit flags not honoured: %+v", f)
+	}
+}
+
+// The disruption settings: spot→spot off and a 5 % minimum saving by default (Karpenter's
+// defaults), each settable by flag or by variable (the flag wins), a bad value named.
+func TestManagerDisruptionSettings(t *testing.T) {
+	f, _, err := parseManagerFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := f.controllers.Disruption; d.SpotToSpotConsolidation || d.MinSavingsFraction != 0.05 {
+		t.Errorf("defaults: spot-to-spot %t, min savings %v; want false, 0.05", d.SpotToSpotConsolidation, d.MinSavingsFraction)
+	}
+	t.Setenv("SPOT_TO_SPOT_CONSOLIDATION", "true")
+	t.Setenv("CONSOLIDATION_MIN_SAVINGS", "0.1")
+	if f, _, err = parseManagerFlags(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.controllers.Disruption; !d.SpotToSpotConsolidation || d.MinSavingsFraction != 0.1 {
+		t.Errorf("from the environment: spot-to-spot %t, min savings %v; want true, 0.1", d.SpotToSpotConsolidation, d.MinSavingsFraction)
+	}
+	if f, _, err = parseManagerFlags([]string{"--consolidation-min-savings=0"}); err != nil || f.controllers.Disruption.MinSavingsFraction != 0 {
+		t.Errorf("the flag must win over the variable: %v, %v", f.controllers.Disruption.MinSavingsFraction, err)
+	}
+	for _, args := range [][]string{{"--consolidation-min-savings=1"}, {"--consolidation-min-savings=-0.1"}} {
+		if _, _, err := parseManagerFlags(args); err == nil {
+			t.Errorf("%v: want an error", args)
+		}
+	}
+	t.Setenv("CONSOLIDATION_MIN_SAVINGS", "lots")
+	if _, _, err := parseManagerFlags(nil); err == nil || !strings.Contains(err.Error(), "CONSOLIDATION_MIN_SAVINGS") {
+		t.Errorf("a bad variable must be named, got %v", err)
 	}
 }

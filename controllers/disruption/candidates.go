@@ -1,10 +1,7 @@
 package disruption
 
 import (
-	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,13 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/podkind"
-	"github.com/joist-dev/joist/policy"
+	"github.com/joist-dev/joist/disruptionpolicy"
 )
 
 // InitializedSettle is how long after a node initialized its pods are taken as settled: a node that
 // just initialized may look empty only because its pods have not bound yet.
-const InitializedSettle = 10 * time.Second
+const InitializedSettle = disruptionpolicy.InitializedSettle
 
 // member is one Joist node as the disruption methods see it.
 type member struct {
@@ -27,6 +23,8 @@ type member struct {
 	node  *corev1.Node
 	pool  *v1.NodePool
 	pods  []*corev1.Pod
+	// verdict is the disruption policy's judgement of the node now.
+	verdict disruptionpolicy.Verdict
 	// blocked says why no voluntary method may touch the node ("" when none).
 	blocked string
 	// lastPodEvent is when a pod last landed on or left the node (or it initialized).
@@ -51,11 +49,10 @@ func (c *Controller) members(cl *cluster, now time.Time) []*member {
 		}
 		m := &member{claim: nc, node: node, pool: pool, pods: cl.podsByNode[node.Name]}
 		m.lastPodEvent = c.lastPodEvent(m, now)
-		m.blocked = blockedReason(cl, m, now)
-		if after := pool.Spec.Disruption.ConsolidateAfter; !after.IsNever() && m.blocked == "" {
-			m.consolidatable = !now.Before(m.lastPodEvent.Add(*after.Duration))
-		}
-		m.cost = disruptionCost(m, now)
+		m.verdict = disruptionpolicy.Judge(m.policyNode(), cl.pdbs, now)
+		m.blocked = m.verdict.Blocked()
+		m.consolidatable = m.verdict.Consolidatable
+		m.cost = m.verdict.Cost
 		if c := nc.GetCondition(v1.ConditionTypeDrifted); c != nil && c.Status == metav1.ConditionTrue {
 			m.driftReason = c.Reason // updateStatus recomputes it; decide reads what was written
 		}
@@ -65,56 +62,12 @@ func (c *Controller) members(cl *cluster, now time.Time) []*member {
 	return out
 }
 
-// blockedReason is why a node may not be voluntarily disrupted now, or "".
-func blockedReason(cl *cluster, m *member, now time.Time) string {
-	switch {
-	case !m.claim.IsTrue(v1.ConditionTypeInitialized):
-		return "the node is not initialized"
-	case cl.disrupting(m.claim):
-		return "the node is already being disrupted"
-	}
-	return protection(cl, m, now)
+func (m *member) policyNode() disruptionpolicy.Node {
+	return disruptionpolicy.Node{Node: m.node, Claim: m.claim, Pool: m.pool, Pods: m.pods, LastPodEvent: m.lastPodEvent}
 }
 
-// protection is the do-not-disrupt annotation or PodDisruptionBudget that protects the node now, or "".
-func protection(cl *cluster, m *member, now time.Time) string {
-	if protected(m.node.Annotations, m.node.CreationTimestamp.Time, now) {
-		return fmt.Sprintf("node %s has %s", m.node.Name, v1.DoNotDisruptAnnotationKey)
-	}
-	if protected(m.claim.Annotations, m.claim.CreationTimestamp.Time, now) {
-		return fmt.Sprintf("nodeclaim %s has %s", m.claim.Name, v1.DoNotDisruptAnnotationKey)
-	}
-	for _, p := range m.pods {
-		if !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if protected(p.Annotations, p.CreationTimestamp.Time, now) {
-			return fmt.Sprintf("pod %s/%s has %s", p.Namespace, p.Name, v1.DoNotDisruptAnnotationKey)
-		}
-		if !movable(p) {
-			continue
-		}
-		if b := cl.pdbBlocking(p); b != nil {
-			return fmt.Sprintf("pod %s/%s: PodDisruptionBudget %s allows no eviction", p.Namespace, p.Name, b.Name)
-		}
-	}
-	return ""
-}
-
-// protected reads a karpenter.sh/do-not-disrupt annotation with the one parser the webhook uses.
-func protected(annotations map[string]string, created, now time.Time) bool {
-	value, ok := annotations[v1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false
-	}
-	p, _, _ := policy.DoNotDisruptUntil(value, created, now)
-	return p
-}
-
-// movable: the pod must be evicted for the node to go (not a DaemonSet, static or finished pod).
-func movable(p *corev1.Pod) bool {
-	return !podkind.IsFinished(p) && !podkind.IsMirror(p) && !podkind.IsDaemonSet(p)
-}
+// movable: the pod must be evicted and find a new home for the node to go.
+func movable(p *corev1.Pod) bool { return disruptionpolicy.Movable(p) }
 
 // lastPodEvent tracks when the node's set of pods last changed: in memory between loops, from the
 // claim's status.lastPodEventTime after a restart, and never earlier than InitializedSettle after
@@ -156,29 +109,6 @@ func (c *Controller) lastPodEvent(m *member, now time.Time) time.Time {
 type podSet struct {
 	sig string
 	at  time.Time
-}
-
-// disruptionCost ranks nodes as upstream does: each pod costs 1 plus its pod-deletion-cost and
-// priority scaled down, and a node closer to expiry is cheaper to disrupt.
-func disruptionCost(m *member, now time.Time) float64 {
-	cost := 0.0
-	for _, p := range m.pods {
-		if !movable(p) {
-			continue
-		}
-		cost++
-		if v, err := strconv.ParseFloat(p.Annotations["controller.kubernetes.io/pod-deletion-cost"], 64); err == nil {
-			cost += math.Max(-1, math.Min(1, v/math.Exp2(27)))
-		}
-		if p.Spec.Priority != nil {
-			cost += math.Max(-1, math.Min(1, float64(*p.Spec.Priority)/math.Exp2(25)))
-		}
-	}
-	if ea := m.claim.Spec.ExpireAfter; !ea.IsNever() && *ea.Duration > 0 {
-		left := m.claim.CreationTimestamp.Add(*ea.Duration).Sub(now)
-		cost *= math.Max(0, math.Min(1, float64(left)/float64(*ea.Duration)))
-	}
-	return math.Max(cost, 0)
 }
 
 // podUIDs is the set of movable pods on the node.

@@ -6,11 +6,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/podkind"
 )
 
@@ -22,14 +23,12 @@ type cluster struct {
 	claims     []*v1.NodeClaim
 	nodes      map[string]*corev1.Node // by name
 	podsByNode map[string][]*corev1.Pod
-	pdbs       []pdb
+	pdbs       disruptionpolicy.PDBs
+	// guardrails and nsLabels confine tenants' pods to their namespace's NodePools in plans.
+	guardrails []policyv1alpha1.Guardrail
+	nsLabels   map[string]map[string]string
 	// pending counts pods waiting for capacity; claimsInFlight, claims not initialized yet.
 	pending, claimsInFlight int
-}
-
-type pdb struct {
-	obj      *policyv1.PodDisruptionBudget
-	selector labels.Selector
 }
 
 func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
@@ -39,16 +38,25 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 		nodes  corev1.NodeList
 		pods   corev1.PodList
 		pdbs   policyv1.PodDisruptionBudgetList
+		nss    corev1.NamespaceList
+		guards policyv1alpha1.GuardrailList
 	)
 	if err := c.apiReader.List(ctx, &claims); err != nil {
 		return nil, fmt.Errorf("listing nodeclaims: %w", err)
 	}
-	for _, l := range []client.ObjectList{&pools, &nodes, &pods, &pdbs} {
+	for _, l := range []client.ObjectList{&pools, &nodes, &pods, &pdbs, &nss} {
 		if err := c.kube.List(ctx, l); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	cl := &cluster{pools: map[string]*v1.NodePool{}, nodes: map[string]*corev1.Node{}, podsByNode: map[string][]*corev1.Pod{}}
+	if err := c.kube.List(ctx, &guards); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing guardrails: %w", err) // no CRD installed: no bindings
+	}
+	cl := &cluster{pools: map[string]*v1.NodePool{}, nodes: map[string]*corev1.Node{}, podsByNode: map[string][]*corev1.Pod{},
+		pdbs: disruptionpolicy.NewPDBs(pointers(pdbs.Items)), guardrails: guards.Items, nsLabels: map[string]map[string]string{}}
+	for i := range nss.Items {
+		cl.nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
+	}
 	for i := range pools.Items {
 		cl.pools[pools.Items[i].Name] = &pools.Items[i]
 	}
@@ -75,13 +83,6 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 		}
 		cl.podsByNode[p.Spec.NodeName] = append(cl.podsByNode[p.Spec.NodeName], p)
 	}
-	for i := range pdbs.Items {
-		sel, err := metav1.LabelSelectorAsSelector(pdbs.Items[i].Spec.Selector)
-		if err != nil {
-			continue
-		}
-		cl.pdbs = append(cl.pdbs, pdb{obj: &pdbs.Items[i], selector: sel})
-	}
 	return cl, nil
 }
 
@@ -101,31 +102,13 @@ func (cl *cluster) poolCounts(pool string) (total, disrupting int) {
 }
 
 func (cl *cluster) disrupting(nc *v1.NodeClaim) bool {
-	if !nc.DeletionTimestamp.IsZero() || nc.IsTrue(v1.ConditionTypeDisrupting) {
-		return true
-	}
-	if n := cl.nodes[nc.Status.NodeName]; n != nil {
-		return !n.DeletionTimestamp.IsZero() || hasDisruptedTaint(n)
-	}
-	return false
+	return disruptionpolicy.Disrupting(nc, cl.nodes[nc.Status.NodeName])
 }
 
-func hasDisruptedTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-			return true
-		}
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
 	}
-	return false
-}
-
-// pdbBlocking returns the PDB covering pod that allows no eviction now, if any.
-func (cl *cluster) pdbBlocking(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
-	for _, b := range cl.pdbs {
-		if b.obj.Namespace == pod.Namespace && !b.selector.Empty() && b.selector.Matches(labels.Set(pod.Labels)) &&
-			b.obj.Status.DisruptionsAllowed <= 0 {
-			return b.obj
-		}
-	}
-	return nil
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/controllers/provisioning"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -119,6 +120,13 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 	if why := c.invalid(cl, cmd, now); why != "" {
 		return true, c.abort(ctx, cmd, why)
 	}
+	why, err := c.stillFits(ctx, cl, cmd)
+	if err != nil {
+		return false, err
+	}
+	if why != "" {
+		return true, c.abort(ctx, cmd, why)
+	}
 	var errs []error
 	for _, t := range cmd.targets {
 		nc := claimNamed(cl, t.claim)
@@ -147,11 +155,11 @@ func (c *Controller) invalid(cl *cluster, cmd *command, now time.Time) string {
 		if pool == nil {
 			return fmt.Sprintf("nodepool of node %s is gone", t.node)
 		}
-		m := &member{claim: nc, node: node, pool: pool, pods: cl.podsByNode[t.node]}
-		if why := protection(cl, m, now); why != "" {
-			return why
+		pods := cl.podsByNode[t.node]
+		if p := disruptionpolicy.Protect(node, nc, pods, cl.pdbs, now); p != nil {
+			return p.String()
 		}
-		for uid := range podUIDs(m.pods) {
+		for uid := range podUIDs(pods) {
 			if !t.pods[uid] {
 				return fmt.Sprintf("a pod arrived on node %s", t.node)
 			}
@@ -214,7 +222,7 @@ func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if hasDisruptedTaint(node) == on {
+	if disruptionpolicy.HasDisruptedTaint(node) == on {
 		return nil
 	}
 	stored := node.DeepCopy()

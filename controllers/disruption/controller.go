@@ -20,6 +20,8 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/disruptionpolicy"
+	"github.com/joist-dev/joist/solver"
 )
 
 // Options tune the disruption loop.
@@ -31,11 +33,18 @@ type Options struct {
 	ValidationDelay time.Duration
 	// ReplacementTimeout abandons a command whose replacements did not initialize in time.
 	ReplacementTimeout time.Duration
+	// MinSavingsFraction is the least share of the disrupted nodes' price a consolidation must
+	// save (0: any saving).
+	MinSavingsFraction float64
+	// SpotToSpotConsolidation lets consolidation replace spot nodes by a spot node (upstream
+	// Karpenter's SpotToSpotConsolidation feature gate; off by default, as there).
+	SpotToSpotConsolidation bool
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{PollInterval: 10 * time.Second, ValidationDelay: 5 * time.Second, ReplacementTimeout: 10 * time.Minute}
+	return Options{PollInterval: 10 * time.Second, ValidationDelay: 5 * time.Second, ReplacementTimeout: 10 * time.Minute,
+		MinSavingsFraction: solver.DefaultMinSavingsFraction}
 }
 
 // Controller is the disruption loop.
@@ -52,7 +61,8 @@ type Controller struct {
 	mu sync.Mutex
 	// podSets remembers each claim's pods between loops (lastPodEventTime).
 	podSets map[string]podSet
-	// commands in flight; a pool in one of them starts no other.
+	// commands in flight; their nodes count against the pools' budgets (they are marked
+	// Disrupting), so a pool may have several, up to its budget.
 	commands []*command
 	// blocked remembers the last Blocked event per claim, so it is sent once per change.
 	blocked map[string]string
@@ -68,6 +78,8 @@ func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudP
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 
 // Register adds the loop to the manager (leader-elected).
@@ -97,7 +109,7 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 // Reconcile is one pass of the loop: read, mark expiry and drift, advance the commands in flight,
-// then start at most one new command per free NodePool.
+// then start at most one new command (more start on later passes, within the budgets).
 func (c *Controller) Reconcile(ctx context.Context) error {
 	now := c.clock.Now()
 	cl, err := c.readCluster(ctx)
@@ -148,14 +160,17 @@ func (c *Controller) advanceAll(ctx context.Context, cl *cluster) error {
 	return errors.Join(errs...)
 }
 
-// busyPools are the pools a command in flight touches.
-func (c *Controller) busyPools() map[string]bool {
+// inFlightNodes are the nodes of the commands in flight other than except (nil: all).
+func (c *Controller) inFlightNodes(except *command) map[string]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]bool{}
 	for _, cmd := range c.commands {
-		for p := range cmd.pools {
-			out[p] = true
+		if cmd == except {
+			continue
+		}
+		for _, t := range cmd.targets {
+			out[t.node] = true
 		}
 	}
 	return out
@@ -180,7 +195,7 @@ func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) (bool, err
 			continue
 		}
 		node := cl.nodes[nc.Status.NodeName]
-		tainted := node != nil && node.DeletionTimestamp.IsZero() && hasDisruptedTaint(node)
+		tainted := node != nil && node.DeletionTimestamp.IsZero() && disruptionpolicy.HasDisruptedTaint(node)
 		if !tainted && !nc.IsTrue(v1.ConditionTypeDisrupting) {
 			continue
 		}

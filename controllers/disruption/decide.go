@@ -12,28 +12,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
 
-// decide runs the voluntary methods in order (emptiness, drift, consolidation) over the pools with
-// no command in flight, and starts the first command one of them yields.
+// decide runs the voluntary methods in order (emptiness, drift, consolidation) and starts the first
+// command one of them yields. Commands in flight take their pools' budgets (their nodes are marked
+// Disrupting) and their pods are planned as displaced, so a pool runs several commands at once up
+// to its budget, one more per pass.
 func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member) error {
-	busy := c.busyPools()
 	now := c.clock.Now()
-	budgets := map[string]solver.DisruptionBudget{}
-	for name, np := range cl.pools {
+	counts := map[string]disruptionpolicy.PoolCount{}
+	for name := range cl.pools {
 		total, disrupting := cl.poolCounts(name)
-		b := solver.DisruptionBudget{}
-		for _, r := range reasons {
-			b[r] = AllowedDisruptions(np, r, total, disrupting, now)
-			allowedDisruptionsGauge.WithLabelValues(name, string(r)).Set(float64(b[r]))
-			if busy[name] {
-				b[r] = 0
-			}
-		}
-		budgets[name] = b
+		counts[name] = disruptionpolicy.PoolCount{Total: total, Disrupting: disrupting}
 	}
-	free := func(m *member) bool { return m.blocked == "" && !busy[m.pool.Name] }
+	budgets := disruptionpolicy.PoolBudgets(cl.pools, counts, now)
+	for name, b := range budgets {
+		for _, r := range disruptionpolicy.Reasons {
+			allowedDisruptionsGauge.WithLabelValues(name, string(r)).Set(float64(b[r]))
+		}
+	}
+	free := func(m *member) bool { return m.blocked == "" }
 
 	// Provisioning is under way (pods pending and claims launching): wait, or the plan would count
 	// on room the new pods are about to take.
@@ -49,8 +49,10 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, m := range members {
 		byNode[m.node.Name] = m
 	}
-	in = withDisplaced(in, displacedPods(cl, in.Pods))
-	cin := solver.ConsolidationInput{Input: in, Budgets: budgets}
+	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(nil)),
+		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
+	minSavings := c.opts.MinSavingsFraction
+	cin := solver.ConsolidationInput{Input: in, Budgets: budgets, MinSavingsFraction: &minSavings, SpotToSpot: c.opts.SpotToSpotConsolidation}
 	cin.Pods = nil
 	inSnapshot := map[string]bool{}
 	for _, n := range in.Nodes {
@@ -61,8 +63,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
 			continue
 		}
-		whenEmpty := m.pool.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty
-		cin.Candidates = append(cin.Candidates, solver.Candidate{Node: m.node.Name, DisruptionCost: m.cost, EmptyOnly: whenEmpty})
+		cin.Candidates = append(cin.Candidates, disruptionpolicy.Candidate(m.policyNode(), m.verdict))
 		eligible["underutilized"]++
 	}
 	plan := solver.Consolidate(cin)
@@ -78,7 +79,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// 2. Drift.
 	var drifted []*member
 	for _, m := range members {
-		if m.driftReason != "" && free(m) && inSnapshot[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
+		if m.driftReason != "" && m.verdict.DriftBlocked(m.claim) == "" && inSnapshot[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
 			drifted = append(drifted, m)
 		}
 	}
@@ -174,7 +175,7 @@ func (c *Controller) blockedEvent(m *member, why string) {
 func (c *Controller) expire(ctx context.Context, cl *cluster, now time.Time) error {
 	var errs []error
 	for _, nc := range cl.claims {
-		if !nc.DeletionTimestamp.IsZero() || !expired(nc, now) {
+		if !nc.DeletionTimestamp.IsZero() || !disruptionpolicy.Expired(nc, now) {
 			continue
 		}
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Expired", "Disrupt", "Deleting NodeClaim: expired after %s (expireAfter)", nc.Spec.ExpireAfter.String())

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -58,14 +59,14 @@ func TestPlanKeepsRoomForPodsOfADrainingNode(t *testing.T) {
 	if got := plan(in); len(got.Commands) != 1 || len(got.Commands[0].Delete) != 1 {
 		t.Fatalf("without the draining node's pod the plan should merge b and c: %+v", got.Commands)
 	}
-	displaced := displacedPods(cl, nil)
+	displaced := displacedPods(cl, nil, nil)
 	if len(displaced) != 1 || displaced[0].Name != "a-0" {
 		t.Fatalf("displaced pods: %v", displaced)
 	}
-	if got := plan(withDisplaced(in, displaced)); len(got.Commands) != 0 {
+	if got := plan(disruptionpolicy.WithDisplaced(in, displaced)); len(got.Commands) != 0 {
 		t.Errorf("a plan that counts the draining node's pod has no room to merge, got %+v", got.Commands)
 	}
 	if len(in.Nodes[0].Pods)+len(in.Nodes[1].Pods) != 2 {
-		t.Errorf("withDisplaced changed the snapshot it was given")
+		t.Errorf("WithDisplaced changed the snapshot it was given")
 	}
 }

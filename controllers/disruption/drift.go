@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"time"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/requirements"
@@ -49,13 +48,4 @@ func (c *Controller) driftReason(ctx context.Context, m *member) (string, error)
 // being judged, as Karpenter does when the hash version changes.
 func needsRestamp(m *member) bool {
 	return m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion
-}
-
-// expired reports whether the claim has lived past its expireAfter ("Never" never expires).
-func expired(nc *v1.NodeClaim, now time.Time) bool {
-	ea := nc.Spec.ExpireAfter
-	if ea.IsNever() {
-		return false
-	}
-	return !now.Before(nc.CreationTimestamp.Add(*ea.Duration))
 }

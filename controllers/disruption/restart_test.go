@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/test/env"
 )
@@ -70,7 +71,7 @@ func TestRestartReleasesUnfinishedCommandInOnePass(t *testing.T) {
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 		t.Fatal(err)
 	}
-	if hasDisruptedTaint(node) {
+	if disruptionpolicy.HasDisruptedTaint(node) {
 		t.Errorf("node still tainted: %v", node.Spec.Taints)
 	}
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {

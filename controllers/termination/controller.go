@@ -3,6 +3,12 @@
 // DaemonSet pods, critical pods, critical DaemonSet pods), force what is left once the NodeClaim's
 // terminationGracePeriod runs out, wait for volumes to detach, terminate the instance, then release
 // the Node and its NodeClaim.
+//
+// As in Karpenter v1, the NodeClaim's deadline is written on it as the
+// karpenter.sh/nodeclaim-termination-timestamp annotation (its deletion time plus
+// terminationGracePeriod), and a pod is deleted — past its PodDisruptionBudget and do-not-disrupt —
+// as soon as waiting longer would not leave it its own terminationGracePeriodSeconds before the
+// deadline, so every pod gets its full grace period.
 package termination
 
 import (
@@ -12,6 +18,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,6 +63,7 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=volumeattachments,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 
 // Reconcile drains one deleting Node.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -73,7 +81,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.taint(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
-	end := deadline(node, nc)
+	end, err := c.deadline(ctx, node, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	remaining, retry, err := c.drain(ctx, node, end)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -126,13 +137,40 @@ func (c *Controller) claimFor(ctx context.Context, node *corev1.Node) (*v1.NodeC
 	return &claims.Items[0], nil
 }
 
-// deadline is when the drain stops waiting for PDBs: deletion time plus terminationGracePeriod.
-func deadline(node *corev1.Node, nc *v1.NodeClaim) *time.Time {
-	if nc == nil || nc.Spec.TerminationGracePeriod == nil {
-		return nil
+// deadline is when the node must be gone (nil: no terminationGracePeriod, no deadline). It is the
+// claim's karpenter.sh/nodeclaim-termination-timestamp; a claim with a terminationGracePeriod and no
+// annotation yet gets one: its deletion time (the Node's while the claim is not being deleted) plus
+// terminationGracePeriod. The annotation, once written, is never extended.
+func (c *Controller) deadline(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim) (*time.Time, error) {
+	if nc == nil {
+		return nil, nil
 	}
-	d := node.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration)
-	return &d
+	if value, ok := nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		t, err := time.Parse(time.RFC3339, value)
+		if err == nil {
+			return &t, nil
+		}
+		log.FromContext(ctx).Info("ignoring unparsable termination timestamp", "nodeclaim", klog.KObj(nc), "value", value)
+	}
+	if nc.Spec.TerminationGracePeriod == nil {
+		return nil, nil
+	}
+	start := node.DeletionTimestamp.Time
+	if !nc.DeletionTimestamp.IsZero() {
+		start = nc.DeletionTimestamp.Time
+	}
+	end := start.Add(nc.Spec.TerminationGracePeriod.Duration).Truncate(time.Second)
+	stored := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey] = end.UTC().Format(time.RFC3339)
+	if err := c.kube.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return nil, fmt.Errorf("annotating nodeclaim %s with its termination timestamp: %w", nc.Name, err)
+	}
+	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "TerminationGracePeriodExpiring", "Terminate",
+		"All pods will be deleted by %s", nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey])
+	return &end, nil
 }
 
 // taint keeps new pods off the node while it drains.

@@ -12,10 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/podkind"
-	"github.com/joist-dev/joist/policy"
 )
 
 // stuckAfter: a pod still terminating this long past its deletionTimestamp (which already includes
@@ -35,8 +34,10 @@ func wave(p *corev1.Pod) int {
 	return w
 }
 
-// drain evicts the node's pods wave by wave (past the deadline it deletes them). It returns how
-// many pods still hold the node and whether an eviction was refused.
+// drain evicts the node's pods wave by wave. A pod whose own grace period would no longer fit before
+// the deadline is deleted whatever its wave, PodDisruptionBudget or do-not-disrupt annotation
+// (mustDelete), so it still gets that grace period. It returns how many pods still hold the node
+// and whether an eviction was refused.
 func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *time.Time) (remaining int, refused bool, err error) {
 	pods := &corev1.PodList{}
 	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: node.Name}); err != nil {
@@ -47,44 +48,61 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *tim
 	var waves [4][]*corev1.Pod
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if !drainable(pod) {
+		if !disruptionpolicy.Evicted(pod) {
 			continue
 		}
 		if !pod.DeletionTimestamp.IsZero() && now.After(pod.DeletionTimestamp.Add(stuckAfter)) && !forced {
 			continue // stuck terminating: does not hold the node
 		}
+		remaining++
+		if mustDelete(pod, deadline, now) {
+			if err := c.deleteBy(ctx, pod, *deadline, now); err != nil {
+				return 0, false, err
+			}
+			continue
+		}
 		waves[wave(pod)] = append(waves[wave(pod)], pod)
 	}
-	for w, group := range waves {
+	for _, group := range waves {
 		if len(group) == 0 {
 			continue
 		}
-		remaining = 0
-		for _, g := range waves[w:] {
-			remaining += len(g)
-		}
 		for _, pod := range group {
-			switch {
-			case forced:
-				if err := c.forceDelete(ctx, pod); err != nil {
-					return 0, false, err
-				}
-			case !pod.DeletionTimestamp.IsZero():
-			case doNotDisrupt(pod, now):
-				// Waits for the pod to finish, or for the deadline (terminationGracePeriod).
-			default:
-				r, err := c.evict(ctx, node, pod)
-				if err != nil {
-					return 0, false, err
-				}
-				refused = refused || r
+			if !pod.DeletionTimestamp.IsZero() {
+				continue
 			}
+			if on, _ := disruptionpolicy.DoNotDisrupt(pod, now); on {
+				continue // waits for the pod to finish, or for the deadline (terminationGracePeriod)
+			}
+			r, err := c.evict(ctx, node, pod)
+			if err != nil {
+				return 0, false, err
+			}
+			refused = refused || r
 		}
-		if !forced {
-			return remaining, refused, nil // later waves wait for this one
-		}
+		return remaining, refused, nil // later waves wait for this one
 	}
 	return remaining, refused, nil
+}
+
+// mustDelete reports whether the pod has to be deleted now to end before the deadline: the
+// deadline passed, or it is closer than the pod's terminationGracePeriodSeconds (an already
+// terminating pod: its deletionTimestamp, which includes its grace period, lies past the deadline).
+func mustDelete(pod *corev1.Pod, deadline *time.Time, now time.Time) bool {
+	if deadline == nil {
+		return false
+	}
+	if !now.Before(*deadline) {
+		return true
+	}
+	if !pod.DeletionTimestamp.IsZero() {
+		return pod.DeletionTimestamp.After(*deadline)
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return !now.Before(deadline.Add(-time.Duration(grace) * time.Second))
 }
 
 func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (refused bool, err error) {
@@ -105,32 +123,35 @@ func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.P
 	return false, fmt.Errorf("evicting pod %s: %w", client.ObjectKeyFromObject(pod), err)
 }
 
-// forceDelete deletes a pod past the termination grace period; one already terminating is deleted
-// again without grace, so a stuck pod does not hold the node forever.
-func (c *Controller) forceDelete(ctx context.Context, pod *corev1.Pod) error {
+// deleteBy deletes a pod so that it ends by the deadline: with its own grace period when that still
+// fits, else with what is left of it (0 past the deadline). A terminating pod is deleted again only
+// to shorten its grace period.
+func (c *Controller) deleteBy(ctx context.Context, pod *corev1.Pod, deadline, now time.Time) error {
+	left := int64(deadline.Sub(now) / time.Second)
+	if left < 0 {
+		left = 0
+	}
 	var opts []client.DeleteOption
-	if !pod.DeletionTimestamp.IsZero() {
-		opts = append(opts, client.GracePeriodSeconds(0))
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if !pod.DeletionTimestamp.IsZero() || grace > left {
+		opts = append(opts, client.GracePeriodSeconds(left))
 	}
 	if err := c.kube.Delete(ctx, pod, opts...); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting pod %s past the termination grace period: %w", client.ObjectKeyFromObject(pod), err)
+		return fmt.Errorf("deleting pod %s before the node's termination deadline: %w", client.ObjectKeyFromObject(pod), err)
 	}
+	c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Deleted", "Drain",
+		"Deleted pod: node %s must be gone by %s (terminationGracePeriod)", pod.Spec.NodeName, deadline.UTC().Format(time.RFC3339))
 	return nil
 }
 
-// doNotDisrupt: the pod carries karpenter.sh/do-not-disrupt ("true" or an unexpired duration); it is
-// not evicted, only deleted once the terminationGracePeriod runs out.
-func doNotDisrupt(pod *corev1.Pod, now time.Time) bool {
-	value, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false
-	}
-	protected, _, _ := policy.DoNotDisruptUntil(value, pod.CreationTimestamp.Time, now)
-	return protected
-}
-
-// volumesAttached counts the VolumeAttachments still on the node; the instance is terminated only
-// once they detached (or the deadline passed), so volumes are not torn off a running instance.
+// volumesAttached counts the VolumeAttachments still on the node that the drain waits for; the
+// instance is terminated only once they detached (or the deadline passed), so volumes are not torn
+// off a running instance. Volumes of pods that stay on the node (mirror pods, pods tolerating the
+// disrupted taint: the drain does not evict them) are not waited for, as in Karpenter: they detach
+// only when the instance goes.
 func (c *Controller) volumesAttached(ctx context.Context, node *corev1.Node, deadline *time.Time) (int, error) {
 	if deadline != nil && !c.clock.Now().Before(*deadline) {
 		return 0, nil
@@ -139,39 +160,56 @@ func (c *Controller) volumesAttached(ctx context.Context, node *corev1.Node, dea
 	if err := c.kube.List(ctx, vas); err != nil {
 		return 0, fmt.Errorf("listing volumeattachments: %w", err)
 	}
+	var attached []*storagev1.VolumeAttachment
+	for i := range vas.Items {
+		if va := &vas.Items[i]; va.Spec.NodeName == node.Name && va.Status.Attached {
+			attached = append(attached, va)
+		}
+	}
+	if len(attached) == 0 {
+		return 0, nil
+	}
+	staying, err := c.stayingVolumes(ctx, node)
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for _, va := range vas.Items {
-		if va.Spec.NodeName == node.Name && va.Status.Attached {
+	for _, va := range attached {
+		if pv := va.Spec.Source.PersistentVolumeName; pv == nil || !staying[*pv] {
 			n++
 		}
 	}
 	return n, nil
 }
 
-// drainable reports whether the pod must leave before the node goes: mirror (static) pods,
-// finished pods and pods that tolerate the disrupted taint (they would only come back) stay.
-// DaemonSet pods leave in the later waves.
-func drainable(pod *corev1.Pod) bool {
-	if podkind.IsFinished(pod) || podkind.IsMirror(pod) {
-		return false
+// stayingVolumes are the PersistentVolumes the node's pods that the drain leaves in place claim.
+func (c *Controller) stayingVolumes(ctx context.Context, node *corev1.Node) (map[string]bool, error) {
+	pods := &corev1.PodList{}
+	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: node.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
 	}
-	for _, t := range pod.Spec.Tolerations {
-		if tolerates(t, v1.DisruptedNoScheduleTaint) {
-			return false
+	out := map[string]bool{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if disruptionpolicy.Evicted(pod) || podkind.IsFinished(pod) {
+			continue
+		}
+		for _, vol := range pod.Spec.Volumes {
+			if vol.PersistentVolumeClaim == nil {
+				continue
+			}
+			pvc := &corev1.PersistentVolumeClaim{}
+			err := c.kube.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: vol.PersistentVolumeClaim.ClaimName}, pvc)
+			if err != nil {
+				if client.IgnoreNotFound(err) == nil {
+					continue
+				}
+				return nil, fmt.Errorf("getting claim %s/%s of pod %s: %w", pod.Namespace, vol.PersistentVolumeClaim.ClaimName, pod.Name, err)
+			}
+			if pvc.Spec.VolumeName != "" {
+				out[pvc.Spec.VolumeName] = true
+			}
 		}
 	}
-	return true
-}
-
-func tolerates(t corev1.Toleration, taint corev1.Taint) bool {
-	if t.Effect != "" && t.Effect != taint.Effect {
-		return false
-	}
-	if t.Key == "" {
-		return t.Operator == corev1.TolerationOpExists
-	}
-	if t.Key != taint.Key {
-		return false
-	}
-	return t.Operator == corev1.TolerationOpExists || t.Value == taint.Value
+	return out, nil
 }

@@ -9,56 +9,96 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/controllers/disruption"
-	"github.com/joist-dev/joist/policy"
+	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
 
-// consolidationWhatIf runs the disruption controller's planner on the input's Nodes and their bound
-// pods (a dump of a live cluster) and prints which nodes would go or be replaced, why each other
-// node stays, and the $/h saved. Every Joist node (label karpenter.sh/nodepool) is taken as past
-// consolidateAfter; budgets are the pools' as they stand at now, with no node being disrupted.
+// consolidationWhatIf runs the disruption controller's policy and planner (disruptionpolicy and
+// solver.Consolidate) on the input's Nodes and their bound pods (a dump of a live cluster) and prints
+// which nodes would go or be replaced, which object keeps each other node, and the $/h saved. The
+// dump's NodeClaims (matched to Nodes by status.nodeName) bring their do-not-disrupt annotation,
+// Initialized and Disrupting conditions, lastPodEventTime and expireAfter; its PodDisruptionBudgets,
+// Namespaces and Guardrails are read as the controller reads them. A Node without a NodeClaim in the
+// dump is taken as initialized and past consolidateAfter. Budgets are the pools' at now.
 func consolidationWhatIf(in solver.Input, objs objects, now time.Time, w io.Writer) error {
 	nodes := map[string]*corev1.Node{}
 	for _, n := range objs.nodes {
 		nodes[n.obj.Name] = n.obj
 	}
+	claimOf := map[string]*v1.NodeClaim{}
+	for _, nc := range objs.nodeClaims {
+		if nc.obj.Status.NodeName != "" {
+			claimOf[nc.obj.Status.NodeName] = nc.obj
+		}
+	}
 	pools := map[string]*v1.NodePool{}
 	for _, np := range in.NodePools {
 		pools[np.NodePool.Name] = np.NodePool
 	}
-	cin := solver.ConsolidationInput{Input: in, Budgets: map[string]solver.DisruptionBudget{}}
-	cin.Pods = nil
+	var pdbList []*policyv1.PodDisruptionBudget
+	for _, b := range objs.pdbs {
+		pdbList = append(pdbList, b.obj)
+	}
+	pdbs := disruptionpolicy.NewPDBs(pdbList)
+	policyCluster := disruptionpolicy.Cluster{Displaced: append([]*corev1.Pod(nil), in.Pods...), NamespaceLabels: map[string]map[string]string{}}
+	for _, ns := range objs.namespaces {
+		policyCluster.NamespaceLabels[ns.obj.Name] = ns.obj.Labels
+	}
+	for _, g := range objs.guardrails {
+		policyCluster.Guardrails = append(policyCluster.Guardrails, *g.obj)
+	}
+	// Pods still bound to a Node or NodeClaim being deleted are about to need a new home (the
+	// snapshot leaves such nodes out).
+	for _, p := range objs.pods {
+		node := nodes[p.obj.Spec.NodeName]
+		if node == nil {
+			continue
+		}
+		if nc := claimOf[node.Name]; !node.DeletionTimestamp.IsZero() || (nc != nil && !nc.DeletionTimestamp.IsZero()) {
+			policyCluster.Displaced = append(policyCluster.Displaced, disruptionpolicy.DisplacedFrom([]*corev1.Pod{p.obj})...)
+		}
+	}
+
 	kept := map[string]string{}
-	total := map[string]int{}
+	counts := map[string]disruptionpolicy.PoolCount{}
+	var judged []disruptionpolicy.Node
+	var verdicts []disruptionpolicy.Verdict
 	for _, n := range in.Nodes {
-		total[n.NodePool]++
+		if n.InFlight {
+			continue
+		}
+		pn := disruptionpolicy.Node{Node: nodes[n.Name], Claim: claimOf[n.Name], Pool: pools[n.NodePool], Pods: n.Pods}
+		if pn.Node == nil {
+			continue
+		}
+		if pn.Claim != nil {
+			pn.LastPodEvent = pn.Claim.Status.LastPodEventTime.Time
+		}
+		v := disruptionpolicy.Judge(pn, pdbs, now)
+		if pn.Pool != nil {
+			c := counts[n.NodePool]
+			c.Total++
+			if disruptionpolicy.Disrupting(pn.Claim, pn.Node) {
+				c.Disrupting++
+			}
+			counts[n.NodePool] = c
+		}
+		judged = append(judged, pn)
+		verdicts = append(verdicts, v)
 	}
-	for name, np := range pools {
-		b := solver.DisruptionBudget{}
-		for _, r := range []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted} {
-			b[r] = disruption.AllowedDisruptions(np, r, total[name], 0, now)
-		}
-		cin.Budgets[name] = b
-	}
-	for _, n := range in.Nodes {
-		np := pools[n.NodePool]
-		if np == nil {
-			kept[n.Name] = "not a node of a NodePool in the input"
+	in = disruptionpolicy.Prepare(in, policyCluster)
+	cin := solver.ConsolidationInput{Input: in, Budgets: disruptionpolicy.PoolBudgets(pools, counts, now)}
+	cin.Pods = nil
+	for i, pn := range judged {
+		v := verdicts[i]
+		if !v.Consolidatable {
+			kept[pn.Node.Name] = v.NotConsolidatable
 			continue
 		}
-		if why := whatIfProtection(nodes[n.Name], n.Pods, now); why != "" {
-			kept[n.Name] = why
-			continue
-		}
-		if np.Spec.Disruption.ConsolidateAfter.Never {
-			kept[n.Name] = fmt.Sprintf("NodePool %s has consolidateAfter: Never", np.Name)
-			continue
-		}
-		cin.Candidates = append(cin.Candidates, solver.Candidate{Node: n.Name, DisruptionCost: float64(len(n.Pods)),
-			EmptyOnly: np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty})
+		cin.Candidates = append(cin.Candidates, disruptionpolicy.Candidate(pn, v))
 	}
 	start := time.Now()
 	plan := solver.Consolidate(cin)
@@ -95,25 +135,6 @@ func consolidationWhatIf(in solver.Input, objs objects, now time.Time, w io.Writ
 	fmt.Fprintf(w, "\nCost:         $%.4f/h → $%.4f/h (saves $%.4f/h)\nPlan time:    %s\n",
 		plan.CostBefore, plan.CostAfter, plan.CostBefore-plan.CostAfter, formatDuration(elapsed.Seconds()))
 	return nil
-}
-
-// whatIfProtection reads do-not-disrupt on the node and its pods with the controller's parser.
-func whatIfProtection(node *corev1.Node, pods []*corev1.Pod, now time.Time) string {
-	if node != nil {
-		if v, ok := node.Annotations[v1.DoNotDisruptAnnotationKey]; ok {
-			if p, _, _ := policy.DoNotDisruptUntil(v, node.CreationTimestamp.Time, now); p {
-				return fmt.Sprintf("node has %s", v1.DoNotDisruptAnnotationKey)
-			}
-		}
-	}
-	for _, pod := range pods {
-		if v, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]; ok {
-			if p, _, _ := policy.DoNotDisruptUntil(v, pod.CreationTimestamp.Time, now); p {
-				return fmt.Sprintf("pod %s/%s has %s", pod.Namespace, pod.Name, v1.DoNotDisruptAnnotationKey)
-			}
-		}
-	}
-	return ""
 }
 
 func orDash(s string) string {

@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,6 +66,8 @@ type objects struct {
 	csiNodes       []sourced[*storagev1.CSINode]
 	nodeClaims     []sourced[*v1.NodeClaim]
 	guardrails     []sourced[*policyv1alpha1.Guardrail]
+	pdbs           []sourced[*policyv1.PodDisruptionBudget]
+	namespaces     []sourced[*corev1.Namespace]
 	// ignored are objects of known kinds the simulation does not use.
 	ignored []source
 }
@@ -74,7 +77,7 @@ type sourced[T any] struct {
 	obj T
 }
 
-var supportedKinds = "NodePool, NodeClaim, Guardrail, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, Node, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, List"
+var supportedKinds = "NodePool, NodeClaim, Guardrail, Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet, Node, PersistentVolume, PersistentVolumeClaim, StorageClass, CSINode, PodDisruptionBudget, Namespace, List"
 
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -296,6 +299,11 @@ func (l *loader) loadDocument(src source, data []byte) error {
 		l.objs.nodeClaims = append(l.objs.nodeClaims, sourced[*v1.NodeClaim]{src, o})
 	case *policyv1alpha1.Guardrail:
 		l.objs.guardrails = append(l.objs.guardrails, sourced[*policyv1alpha1.Guardrail]{src, o})
+	case *policyv1.PodDisruptionBudget:
+		o.Namespace = namespaceOr(o.Namespace)
+		l.objs.pdbs = append(l.objs.pdbs, sourced[*policyv1.PodDisruptionBudget]{src, o})
+	case *corev1.Namespace:
+		l.objs.namespaces = append(l.objs.namespaces, sourced[*corev1.Namespace]{src, o})
 	default:
 		l.objs.ignored = append(l.objs.ignored, src)
 	}

@@ -18,7 +18,8 @@ import (
 const usageText = `Usage: joist simulate -f PATH [-f PATH...] [--catalog FILE] [-o table|json]
 
 Reads NodePools, Pods, Deployments, ReplicaSets, StatefulSets, Jobs, DaemonSets, Nodes and
-PersistentVolumes from YAML or JSON (a file, or a directory searched recursively for .yaml, .yml and
+PersistentVolumes (with --consolidate also NodeClaims, PodDisruptionBudgets, Namespaces and
+Guardrails) from YAML or JSON (a file, or a directory searched recursively for .yaml, .yml and
 .json files), runs Joist's solver and prints the nodes it would launch, what they cost and which pods
 cannot be placed, with the reason. Nothing is sent to a cluster.
 
@@ -71,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	})
 	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md)")
 	fs.StringVar(&opts.Output, "o", "table", "output format: table or json")
-	fs.BoolVar(&opts.Consolidate, "consolidate", false, "what-if: which Nodes (with their bound pods) consolidation would delete or replace, and why the others stay")
+	fs.BoolVar(&opts.Consolidate, "consolidate", false, "what-if: which Nodes (with their bound pods) consolidation would delete or replace, and which object keeps each other node (the disruption controller's policy and planner)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}

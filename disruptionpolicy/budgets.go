@@ -1,4 +1,10 @@
-package disruption
+// Package disruptionpolicy is Joist's disruption policy in one pure place, used alike by the disruption
+// controller and `joist simulate --consolidate`: the NodePools' disruption budgets, the protections
+// that keep a node (karpenter.sh/do-not-disrupt on a pod, Node or NodeClaim, with its duration;
+// PodDisruptionBudgets read as the eviction API reads them), which nodes a method may take, what
+// disrupting one costs, and the confinement of tenants' pods to their namespace's NodePools. No
+// client, no clock (the time is an argument), no I/O: objects in, verdicts out.
+package disruptionpolicy
 
 import (
 	"fmt"
@@ -9,10 +15,11 @@ import (
 	"github.com/robfig/cron/v3"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/solver"
 )
 
-// reasons are the budgeted disruption reasons, in the order the methods run.
-var reasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
+// Reasons are the budgeted disruption reasons, in the order the methods run.
+var Reasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
 
 // AllowedDisruptions is how many more of the pool's nodes may be disrupted now for reason: the most
 // restrictive active budget that applies to reason, less the nodes already being disrupted. total
@@ -81,4 +88,21 @@ func budgetNodes(nodes string, total int) int {
 		return 0
 	}
 	return n
+}
+
+// PoolCount is a pool's nodes and how many of them are being disrupted.
+type PoolCount struct{ Total, Disrupting int }
+
+// PoolBudgets is, for each pool, how many more of its nodes each budgeted reason may disrupt now.
+func PoolBudgets(pools map[string]*v1.NodePool, counts map[string]PoolCount, now time.Time) map[string]solver.DisruptionBudget {
+	out := make(map[string]solver.DisruptionBudget, len(pools))
+	for name, np := range pools {
+		c := counts[name]
+		b := solver.DisruptionBudget{}
+		for _, r := range Reasons {
+			b[r] = AllowedDisruptions(np, r, c.Total, c.Disrupting, now)
+		}
+		out[name] = b
+	}
+	return out
 }
