@@ -1,0 +1,67 @@
+package nodeclaim_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/nodeclaim"
+	"github.com/joist-dev/joist/controllers/state"
+)
+
+// deniedCloud refuses every launch with a terminal error, as the AWS provider does for
+// UnauthorizedOperation, and counts the attempts.
+type deniedCloud struct {
+	cloudprovider.CloudProvider
+	creates *int
+}
+
+func (d deniedCloud) Create(context.Context, *v1.NodeClaim) (*v1.NodeClaim, error) {
+	*d.creates++
+	return nil, reconcile.TerminalError(errors.New("the controller's IAM role is not allowed ec2:CreateFleet on arn:aws:ec2:us-west-2:1:network-interface/*"))
+}
+
+// A terminal launch error is recorded once (condition and event naming it), not retried on the
+// next reconcile, and the claim is requeued for its launch timeout (when liveness deletes it).
+func TestTerminalLaunchErrorIsNotRetriedAndTheClaimTimesOut(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "denied", Finalizers: []string{v1.TerminationFinalizer},
+		Labels: map[string]string{v1.NodePoolLabelKey: "default"}, CreationTimestamp: metav1.NewTime(now)}}
+	kube := newClient(nc)
+	clk := clocktesting.NewFakeClock(now)
+	recorder := events.NewFakeRecorder(10)
+	creates := 0
+	c := nodeclaim.New(kube, deniedCloud{creates: &creates}, state.NewNominations(), nil, recorder, clk, nodeclaim.DefaultOptions())
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}
+	for range 3 {
+		res, err := c.Reconcile(ctx, req)
+		if timeout := nodeclaim.DefaultOptions().LaunchTimeout; err != nil || res.RequeueAfter <= timeout-time.Minute || res.RequeueAfter > timeout {
+			t.Fatalf("Reconcile = %+v, %v; want no error and a requeue at the launch timeout (%s), when liveness deletes the claim", res, err, timeout)
+		}
+	}
+	if creates != 1 {
+		t.Errorf("Create called %d times, want 1", creates)
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if l := got.GetCondition(v1.ConditionTypeLaunched); l == nil || l.Reason != "CannotLaunch" || !strings.Contains(l.Message, "ec2:CreateFleet on") {
+		t.Errorf("Launched = %+v, want False/CannotLaunch naming the permission", l)
+	}
+	if e := <-recorder.Events; !strings.Contains(e, "LaunchFailed") || !strings.Contains(e, "ec2:CreateFleet on") {
+		t.Errorf("event %q, want LaunchFailed naming the permission", e)
+	}
+}
