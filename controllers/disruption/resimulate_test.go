@@ -55,6 +55,11 @@ func resimNode(t *testing.T, kube client.Client, np *v1.NodePool, name string) {
 		v1.LabelTopologyZone: "test-zone-a", v1.LabelArch: "amd64", v1.LabelOS: "linux", v1.LabelHostname: name}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "kwok://" + name}}
 	create(t, kube, node)
+	node.Spec.Taints = nil // the apiserver's TaintNodesByCondition added not-ready; the node is ready
+	if err := kube.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("6Gi"),
 		corev1.ResourcePods: resource.MustParse("64")}
 	node.Status.Capacity = node.Status.Allocatable
@@ -109,6 +114,16 @@ func TestCommandReSimulatedBeforeDelete(t *testing.T) {
 		resimNode(t, kube, np, n)
 		resimPod(t, kube, n+"-app", n, "1500m")
 	}
+	// node-b is the destination: protected, so the plan is "delete node-a, its pod onto node-b".
+	dest := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "node-b"}, dest); err != nil {
+		t.Fatal(err)
+	}
+	stored := dest.DeepCopy()
+	dest.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := kube.Patch(ctx, dest, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
 
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	recorder := events.NewFakeRecorder(100)
@@ -117,16 +132,21 @@ func TestCommandReSimulatedBeforeDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(c.commands) != 1 || len(c.commands[0].targets) != 1 {
+		for _, cmd := range c.commands {
+			t.Logf("command %s: %s, targets %+v, replacements %d", cmd.reason, cmd.message, cmd.targets, len(cmd.plans))
+		}
 		t.Fatalf("want one command deleting one node, got %d", len(c.commands))
 	}
 	target := c.commands[0].targets[0].node
-	dest := map[string]string{"node-a": "node-b", "node-b": "node-a"}[target]
+	if target != "node-a" || len(c.commands[0].plans) != 0 {
+		t.Fatalf("want the command to delete node-a onto node-b, got %s", c.commands[0].message)
+	}
 	node := &corev1.Node{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: target}, node); err != nil || !disruptionpolicy.HasDisruptedTaint(node) {
 		t.Fatalf("target %s not tainted (%v)", target, err)
 	}
 
-	resimPod(t, kube, "late", dest, "2") // the scheduler fills the destination during the delay
+	resimPod(t, kube, "late", "node-b", "2") // the scheduler fills the destination during the delay
 	clk.Step(c.opts.ValidationDelay + time.Second)
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
@@ -137,7 +157,7 @@ func TestCommandReSimulatedBeforeDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !nc.DeletionTimestamp.IsZero() {
-		t.Fatalf("claim %s deleted although its pod no longer fits on %s", target, dest)
+		t.Fatalf("claim %s deleted although its pod no longer fits on node-b", target)
 	}
 	if err := kube.Get(ctx, client.ObjectKey{Name: target}, node); err != nil {
 		t.Fatal(err)

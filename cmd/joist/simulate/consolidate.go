@@ -23,7 +23,7 @@ import (
 // Initialized and Disrupting conditions, lastPodEventTime and expireAfter; its PodDisruptionBudgets,
 // Namespaces and Guardrails are read as the controller reads them. A Node without a NodeClaim in the
 // dump is taken as initialized and past consolidateAfter. Budgets are the pools' at now.
-func consolidationWhatIf(in solver.Input, objs objects, now time.Time, w io.Writer) error {
+func consolidationWhatIf(in solver.Input, objs objects, settings whatIfSettings, now time.Time, w io.Writer) error {
 	nodes := map[string]*corev1.Node{}
 	for _, n := range objs.nodes {
 		nodes[n.obj.Name] = n.obj
@@ -90,7 +90,8 @@ func consolidationWhatIf(in solver.Input, objs objects, now time.Time, w io.Writ
 		verdicts = append(verdicts, v)
 	}
 	in = disruptionpolicy.Prepare(in, policyCluster)
-	cin := solver.ConsolidationInput{Input: in, Budgets: disruptionpolicy.PoolBudgets(pools, counts, now)}
+	cin := solver.ConsolidationInput{Input: in, Budgets: disruptionpolicy.PoolBudgets(pools, counts, now),
+		MinSavingsFraction: settings.minSavings, SpotToSpot: settings.spotToSpot}
 	cin.Pods = nil
 	for i, pn := range judged {
 		v := verdicts[i]
@@ -135,6 +136,12 @@ func consolidationWhatIf(in solver.Input, objs objects, now time.Time, w io.Writ
 	fmt.Fprintf(w, "\nCost:         $%.4f/h → $%.4f/h (saves $%.4f/h)\nPlan time:    %s\n",
 		plan.CostBefore, plan.CostAfter, plan.CostBefore-plan.CostAfter, formatDuration(elapsed.Seconds()))
 	return nil
+}
+
+// whatIfSettings are the manager's consolidation settings the what-if applies.
+type whatIfSettings struct {
+	minSavings *float64
+	spotToSpot bool
 }
 
 func orDash(s string) string {

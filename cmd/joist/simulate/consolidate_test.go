@@ -191,3 +191,33 @@ metadata: {name: shop, labels: {team: a}}
 		t.Errorf("with shop bound to team-a, only node-b may go:\n%s", out)
 	}
 }
+
+// The what-if takes the manager's consolidation settings as flags (the solver's tests cover what
+// they do); an out-of-range minimum is a usage error.
+func TestConsolidationWhatIfSettingsFlags(t *testing.T) {
+	dir := t.TempDir()
+	// node-a and node-b each run 1.5 of 3.92 cpu; merging them saves one node (50 % of the price).
+	input := whatIfPool + whatIfNode("node-a", "") + whatIfNode("node-b", "")
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(input), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 1},
+		{[]string{"--consolidation-min-savings=0", "--spot-to-spot-consolidation"}, 1},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(append([]string{"-f", dir, "--consolidate"}, tc.args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr.String())
+		}
+		if got := strings.Count(stdout.String(), "Underutilized"); got != tc.want {
+			t.Errorf("%v: %d commands, want %d:\n%s", tc.args, got, tc.want, stdout.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := Main([]string{"-f", dir, "--consolidate", "--consolidation-min-savings=1.5"}, &stdout, &stderr); code != 2 {
+		t.Errorf("an out-of-range minimum must be a usage error, got exit %d", code)
+	}
+}

@@ -38,6 +38,10 @@ type Options struct {
 	Solve func(solver.Input) solver.Result
 	// Consolidate runs the consolidation what-if on the input's Nodes instead of placing pending pods.
 	Consolidate bool
+	// MinSavingsFraction (nil: the manager's default) and SpotToSpot are the manager's
+	// --consolidation-min-savings and --spot-to-spot-consolidation, for the what-if.
+	MinSavingsFraction *float64
+	SpotToSpot         bool
 }
 
 // Main runs `joist simulate` with args (the words after "simulate") and returns the exit code: 0 on
@@ -72,6 +76,9 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	})
 	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md)")
 	fs.StringVar(&opts.Output, "o", "table", "output format: table or json")
+	opts.MinSavingsFraction = new(float64)
+	fs.Float64Var(opts.MinSavingsFraction, "consolidation-min-savings", solver.DefaultMinSavingsFraction, "with --consolidate: least share (0–1) of the disrupted nodes' price a command must save, as the manager's flag")
+	fs.BoolVar(&opts.SpotToSpot, "spot-to-spot-consolidation", false, "with --consolidate: let spot nodes be replaced by a spot node, as the manager's flag (off by default)")
 	fs.BoolVar(&opts.Consolidate, "consolidate", false, "what-if: which Nodes (with their bound pods) consolidation would delete or replace, and which object keeps each other node (the disruption controller's policy and planner)")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
@@ -84,6 +91,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		return opts, errors.New("-f PATH is required")
 	case opts.Output != "table" && opts.Output != "json":
 		return opts, fmt.Errorf("-o %q: use table or json", opts.Output)
+	case *opts.MinSavingsFraction < 0 || *opts.MinSavingsFraction >= 1:
+		return opts, fmt.Errorf("--consolidation-min-savings %v: use a fraction in [0, 1)", *opts.MinSavingsFraction)
 	}
 	return opts, nil
 }
@@ -110,7 +119,7 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "joist simulate: warning: the input has no NodePool, so no new node can be planned")
 	}
 	if opts.Consolidate {
-		return consolidationWhatIf(in, l.objs, time.Now(), stdout)
+		return consolidationWhatIf(in, l.objs, whatIfSettings{minSavings: opts.MinSavingsFraction, spotToSpot: opts.SpotToSpot}, time.Now(), stdout)
 	}
 	solve := opts.Solve
 	if solve == nil {
