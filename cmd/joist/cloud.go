@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/catalog"
+	azuredata "github.com/joist-dev/joist/catalog/azure"
 	ec2data "github.com/joist-dev/joist/catalog/ec2"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
@@ -44,7 +45,7 @@ type cloudFlags struct {
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	c.env = newEnvFlags(fs)
 	c.env.String(&c.provider, cloudProviderF, cloudProviderE, providerKWOK, "Cloud provider: kwok (simulated nodes run by a KWOK process) or aws (EC2, see docs/aws.md).")
-	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices).")
+	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices; \""+azuredata.CatalogName+"\": the embedded real Azure VM sizes and prices).")
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
 	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
@@ -83,6 +84,9 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 	}
 	its := catalog.Default()
 	switch {
+	case c.catalogPath == azuredata.CatalogName:
+		// Real Azure VM sizes and on-demand prices (eastus); spot at an estimated fraction.
+		its = azuredata.Catalog()
 	case c.catalogPath == ec2CatalogName:
 		// Real EC2 shapes and on-demand prices; spot at an estimated 35 % of on-demand.
 		its = ec2data.InstanceTypes(ec2data.Options{Zones: catalog.Zones, SpotPriceFactor: 0.35})

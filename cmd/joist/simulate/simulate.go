@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/catalog/azure"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -74,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		opts.Paths = append(opts.Paths, s)
 		return nil
 	})
-	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md)")
+	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md; \"embedded-azure\": real Azure VM sizes, see docs/azure.md)")
 	fs.StringVar(&opts.Output, "o", "table", "output format: table or json")
 	opts.MinSavingsFraction = new(float64)
 	fs.Float64Var(opts.MinSavingsFraction, "consolidation-min-savings", solver.DefaultMinSavingsFraction, "with --consolidate: least share (0–1) of the disrupted nodes' price a command must save, as the manager's flag")
@@ -139,6 +140,9 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 func loadCatalog(path string) ([]*catalog.InstanceType, string, error) {
 	if path == "" {
 		return catalog.Default(), "default", nil
+	}
+	if path == azure.CatalogName {
+		return azure.Catalog(), path, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
