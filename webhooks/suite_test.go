@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -24,6 +25,7 @@ import (
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	guardrailreport "github.com/joist-dev/joist/controllers/guardrail"
 	"github.com/joist-dev/joist/test/env"
 	"github.com/joist-dev/joist/webhooks"
 )
@@ -89,6 +91,11 @@ func newSuite(t *testing.T) *suite {
 		return testCatalog(), nil
 	}}); err != nil {
 		t.Fatalf("setting up webhooks: %v", err)
+	}
+	reportOpts := guardrailreport.DefaultOptions()
+	reportOpts.MinInterval = 0
+	if err := guardrailreport.New(mgr.GetClient(), nil, mgr.GetEventRecorder("joist"), clock.RealClock{}, reportOpts).Register(mgr); err != nil {
+		t.Fatalf("registering the guardrail report: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -184,6 +191,7 @@ func TestWebhooks(t *testing.T) {
 	t.Run("Guardrails", func(t *testing.T) { testGuardrails(t, s) })
 	t.Run("Pods", func(t *testing.T) { testPods(t, s) })
 	t.Run("DoNotDisrupt", func(t *testing.T) { testDoNotDisrupt(t, s) })
+	t.Run("Enforcement", func(t *testing.T) { testEnforcement(t, s) })
 	t.Run("ManagerStopped", func(t *testing.T) { testManagerStopped(t, s) })
 }
 

@@ -80,7 +80,7 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 	if err := v.Reader.List(ctx, &guardrails); err != nil {
 		return v.failOpen(ctx, fmt.Errorf("listing guardrails: %w", err))
 	}
-	p := policy.Merge(guardrails.Items)
+	ev := policy.Evaluate(guardrails.Items)
 	var nsLabels map[string]string
 	if isPod {
 		ns := pod.Namespace
@@ -104,10 +104,15 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 			obj = any(pod).(T)
 		}
 	}
-	vs := policy.ValidateDoNotDisrupt(p, v.Kind, obj, old, nsLabels)
+	vs := ev.Judge(func(p policy.Policy) policy.Violations {
+		vs := policy.ValidateDoNotDisrupt(p, v.Kind, obj, old, nsLabels)
+		if isPod && old == nil {
+			vs = append(vs, policy.ValidatePodPlacement(p, pod, nsLabels)...)
+		}
+		return vs
+	})
 	if isPod && old == nil {
-		vs = append(vs, policy.ValidatePodQuantities(pod)...)
-		vs = append(vs, policy.ValidatePodPlacement(p, pod, nsLabels)...)
+		vs = append(vs, policy.ValidatePodQuantities(pod)...) // always enforced, whatever the Guardrails say
 	}
 	errs, warns := vs.Split()
 	if len(errs) > 0 {
