@@ -57,6 +57,10 @@ func Report(guardrails []v1alpha1.Guardrail, inv Inventory) map[string][]Finding
 		in := NodePoolContext{Others: inv.NodePools, Catalog: inv.Catalogs[np.Name]}
 		collect("NodePool", np, func(p Policy) Violations { return ValidateNodePool(p, np, in) })
 	}
+	poolOfNode := map[string]string{}
+	for _, n := range inv.Nodes {
+		poolOfNode[n.Name] = n.Labels[v1.NodePoolLabelKey]
+	}
 	for i := range inv.Pods {
 		pod := &inv.Pods[i]
 		ns := inv.NamespaceLabels[pod.Namespace]
@@ -65,7 +69,7 @@ func Report(guardrails []v1alpha1.Guardrail, inv Inventory) map[string][]Finding
 		}
 		collect("Pod", pod, func(p Policy) Violations {
 			vs := ValidateDoNotDisrupt(p, "Pod", pod, nil, ns)
-			vs = append(vs, ValidatePodPlacement(p, pod, ns)...)
+			vs = append(vs, ValidatePodPlacement(p, pod, ns, poolOfNode[PinnedNode(pod)])...)
 			return append(vs, ValidatePodQuantities(pod)...)
 		})
 	}

@@ -55,8 +55,9 @@ func testEnforcement(t *testing.T, s *suite) {
 	checkPrinterColumns(t, s, "migration", "Audit")
 
 	// Warn: admitted, with the denial as a warning.
+	base := migration.DeepCopy()
 	migration.Spec.BuiltInEnforcement = v1alpha1.EnforcementWarn
-	if err := s.client.Update(ctx, migration); err != nil {
+	if err := s.client.Patch(ctx, migration, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	s.waitCached(t, migration)
@@ -91,12 +92,14 @@ func testEnforcement(t *testing.T, s *suite) {
 	got = waitForReport(t, s, "ceiling", func(st v1alpha1.GuardrailStatus) bool {
 		return slices.ContainsFunc(st.Objects, func(o v1alpha1.DeniedObject) bool { return o.Name == "big" })
 	})
-	if got.WouldDeny != 1 || got.Summary != "nodePools.maxLimits=1" {
-		t.Errorf("ceiling's report: wouldDeny %d, summary %q; want 1, nodePools.maxLimits=1", got.WouldDeny, got.Summary)
+	// big is above the ceiling; the two unbounded pools set no cpu limit at all.
+	if got.WouldDeny != 3 || got.Summary != "nodePools.maxLimits=3" {
+		t.Errorf("ceiling's report: wouldDeny %d, summary %q; want 3, nodePools.maxLimits=3", got.WouldDeny, got.Summary)
 	}
 
+	base = ceiling.DeepCopy()
 	ceiling.Spec.Enforcement = v1alpha1.EnforcementDeny
-	if err := s.client.Update(ctx, ceiling); err != nil {
+	if err := s.client.Patch(ctx, ceiling, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	s.waitCached(t, ceiling)
@@ -104,9 +107,9 @@ func testEnforcement(t *testing.T, s *suite) {
 	if err == nil || !strings.Contains(err.Error(), `spec.limits[cpu]: Forbidden: rule nodePools.maxLimits (Guardrail "ceiling"): spec.limits.cpu is 100, above the per-pool ceiling 50`) {
 		t.Errorf("Deny: got %v, want the maxLimits denial", err)
 	}
-	// The pool admitted in Warn stays in the report of the Guardrail now in Deny.
+	// The pools admitted in Warn stay in the report of the Guardrail now in Deny.
 	waitForReport(t, s, "ceiling", func(st v1alpha1.GuardrailStatus) bool {
-		return st.ObservedGeneration == ceiling.Generation && st.WouldDeny == 1
+		return st.ObservedGeneration == ceiling.Generation && st.WouldDeny == 3
 	})
 }
 
