@@ -15,6 +15,7 @@ import (
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/disruption"
 	"github.com/joist-dev/joist/controllers/garbagecollection"
+	"github.com/joist-dev/joist/controllers/guardrail"
 	"github.com/joist-dev/joist/controllers/indexes"
 	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 	nodeclaimmetrics "github.com/joist-dev/joist/controllers/metrics/nodeclaim"
@@ -36,6 +37,7 @@ type Options struct {
 	Termination       termination.Options
 	GarbageCollection garbagecollection.Options
 	Disruption        disruption.Options
+	Guardrail         guardrail.Options
 }
 
 // DefaultOptions returns every controller's defaults.
@@ -46,6 +48,7 @@ func DefaultOptions() Options {
 		Termination:       termination.DefaultOptions(),
 		GarbageCollection: garbagecollection.DefaultOptions(),
 		Disruption:        disruption.DefaultOptions(),
+		Guardrail:         guardrail.DefaultOptions(),
 	}
 }
 
@@ -84,6 +87,9 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	}
 	if err := nodepool.New(kube).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodepool status controller: %w", err)
+	}
+	if err := guardrail.New(kube, cloud.GetInstanceTypes, recorder, clk, opts.Guardrail).Register(mgr); err != nil {
+		return fmt.Errorf("registering guardrail report controller: %w", err)
 	}
 	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
 		return fmt.Errorf("adding garbage collector: %w", err)

@@ -105,7 +105,7 @@ func FuzzDefaultPod(f *testing.F) {
 		if again := DefaultPod(p, pod, map[string]string{"ns": ns}); len(again) != 0 {
 			t.Fatalf("not idempotent: %q", again)
 		}
-		_ = ValidatePodPlacement(p, pod, map[string]string{"ns": ns})
+		_ = ValidatePodPlacement(p, pod, map[string]string{"ns": ns}, "")
 		_ = ValidateDoNotDisrupt(p, "Pod", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: cpuReq}}}, nil, nil)
 	})
 }

@@ -45,7 +45,7 @@ func FuzzMergeGuardrails(f *testing.F) {
 		}
 		pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}}
 		DefaultPod(p, pod, nsLabels)
-		_ = ValidatePodPlacement(p, pod, nsLabels)
+		_ = ValidatePodPlacement(p, pod, nsLabels, "")
 		_ = PodOptedOut(gs, pod, nsLabels)
 		_, _ = ConfineToBoundNodePools(p, pod, nsLabels)
 	})

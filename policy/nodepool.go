@@ -130,43 +130,69 @@ func validateGPU(vs *Violations, p Policy, np *v1.NodePool, reqs requirements.Se
 }
 
 // acceleratorEvidence explains why the pool can launch accelerator types, or returns ""; only says
-// whether accelerator types are all it can launch.
+// whether accelerator types are all it can launch. A requirement that asks for an accelerator
+// (acceleratorIntent) decides, whatever the catalog knows: a catalog without the provider's
+// accelerator labels (KWOK's, or one installed before the provider added them) would read such a
+// requirement as no constraint at all. Otherwise the catalog's types decide.
 func acceleratorEvidence(p Policy, reqs requirements.Set, types []*catalog.InstanceType) (why string, only bool) {
-	if types != nil {
-		known := requirements.Known(types)
-		general := false
-		for _, it := range types {
-			if len(offerings(reqs, it, known)) == 0 {
-				continue
-			}
-			accel := false
-			for _, name := range p.GPUResourceName {
-				if q, ok := it.Capacity[name]; ok && q.Sign() > 0 {
-					accel = true
-					if why == "" {
-						why = fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
-					}
+	if why := acceleratorIntent(reqs); why != "" {
+		return why, true
+	}
+	if types == nil {
+		return "", false
+	}
+	known := requirements.Known(types)
+	general := false
+	for _, it := range types {
+		if len(offerings(reqs, it, known)) == 0 {
+			continue
+		}
+		accel := false
+		for _, name := range p.GPUResourceName {
+			if q, ok := it.Capacity[name]; ok && q.Sign() > 0 {
+				accel = true
+				if why == "" {
+					why = fmt.Sprintf("e.g. %s with %s %s", it.Name, q.String(), name)
 				}
 			}
-			general = general || !accel
 		}
-		return why, why != "" && !general
+		general = general || !accel
 	}
+	return why, why != "" && !general
+}
+
+// acceleratorIntent describes a requirement that admits only nodes with an accelerator: a
+// well-known accelerator key of some provider (isAcceleratorKey) that the node must carry, with a
+// value other than "0" (e.g. karpenter.k8s.aws/instance-gpu-count Gt 0, or
+// karpenter.azure.com/sku-gpu-name Exists). "" when there is none.
+func acceleratorIntent(reqs requirements.Set) string {
 	for _, kr := range reqs {
 		if !isAcceleratorKey(kr.Key) || kr.AllowsAbsent() {
 			continue
 		}
 		vals, finite := kr.Finite()
 		if !finite || slices.ContainsFunc(vals, func(v string) bool { return v != "0" && v != "" && kr.Has(v) }) {
-			return "requirement " + kr.Describe(kr.Key), true
+			return "requirement " + kr.Describe(kr.Key)
 		}
 	}
-	return "", false
+	return ""
 }
 
-// isAcceleratorKey recognises provider label keys that select accelerators, e.g.
-// karpenter.k8s.aws/instance-gpu-count or karpenter.azure.com/sku-gpu-name.
+// acceleratorKeyPrefixes are the well-known accelerator labels of the providers Joist speaks for:
+// AWS's karpenter.k8s.aws/instance-gpu-{count,name,manufacturer,memory} and
+// instance-accelerator-{count,name,manufacturer}, Azure's karpenter.azure.com/sku-gpu-{count,name,
+// manufacturer}.
+var acceleratorKeyPrefixes = []string{
+	"karpenter.k8s.aws/instance-gpu-", "karpenter.k8s.aws/instance-accelerator-", "karpenter.azure.com/sku-gpu-",
+}
+
+// isAcceleratorKey recognises label keys that select accelerators: the providers' well-known keys,
+// and for other providers a key whose name ends in gpu-count, gpu-name, gpu-manufacturer,
+// accelerator-count, accelerator-name or accelerator-manufacturer.
 func isAcceleratorKey(k string) bool {
+	if slices.ContainsFunc(acceleratorKeyPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+		return true
+	}
 	name := k[strings.LastIndex(k, "/")+1:]
 	for _, part := range []string{"gpu-count", "gpu-name", "gpu-manufacturer", "accelerator-count", "accelerator-name", "accelerator-manufacturer"} {
 		if strings.HasSuffix(name, part) {

@@ -60,7 +60,16 @@ func TestConfineToBoundNodePools(t *testing.T) {
 	if _, ok := ConfineToBoundNodePools(p, confined, map[string]string{"team": "a"}); ok {
 		t.Fatal("an already confined pod (the webhook did its job) must be planned as it is")
 	}
-	if _, ok := ConfineToBoundNodePools(p, podWith(), map[string]string{"team": "b"}); ok {
-		t.Fatal("a pod of an unbound namespace must be planned as it is")
+	other, ok := ConfineToBoundNodePools(p, podWith(), map[string]string{"team": "b"})
+	if !ok {
+		t.Fatal("a pod of an unbound namespace must be kept off the pools reserved for bound namespaces")
+	}
+	terms = other.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchExpressions) != 1 || terms[0].MatchExpressions[0].Operator != corev1.NodeSelectorOpNotIn ||
+		terms[0].MatchExpressions[0].Values[0] != "team-a" {
+		t.Fatalf("affinity %+v, want karpenter.sh/nodepool NotIn [team-a]", terms)
+	}
+	if _, ok := ConfineToBoundNodePools(Merge(nil), podWith(), map[string]string{"team": "b"}); ok {
+		t.Fatal("without bindings a pod must be planned as it is")
 	}
 }

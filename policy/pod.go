@@ -10,12 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/podkind"
-	"github.com/joist-dev/joist/requirements"
 )
 
 // selects reports whether sel matches the labels; nil selects everything, an invalid selector nothing.
@@ -108,9 +106,9 @@ func DefaultPod(p Policy, pod *corev1.Pod, nsLabels map[string]string) []string 
 	for i := range pod.Spec.Containers {
 		changes = append(changes, d.apply(&pod.Spec.Containers[i], "containers")...)
 	}
-	if pools, sources, ok := p.BoundNodePools(nsLabels); ok && !placedElsewhere(pod) {
-		if injectNodePoolAffinity(pod, pools) {
-			changes = append(changes, fmt.Sprintf("affinity %s by %s", describeExpression(nodePoolExpression(pools)), strings.Join(sources, ", ")))
+	if r, ok := p.placementFor(pod.Namespace, nsLabels); ok && !placedElsewhere(pod) {
+		if injectNodePoolAffinity(pod, r.expression) {
+			changes = append(changes, fmt.Sprintf("affinity %s by %s", describeExpression(r.expression), r.setting.Source))
 		}
 	}
 	if len(changes) > 0 {
@@ -185,6 +183,8 @@ func placedElsewhere(pod *corev1.Pod) bool {
 	return podkind.IsDaemonSet(pod)
 }
 
+// nodePoolExpression is "karpenter.sh/nodepool In pools"; with no pool, DoesNotExist: the pod may
+// then only use capacity Joist does not manage.
 func nodePoolExpression(pools []string) corev1.NodeSelectorRequirement {
 	if len(pools) == 0 {
 		return corev1.NodeSelectorRequirement{Key: v1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpDoesNotExist}
@@ -199,11 +199,10 @@ func describeExpression(e corev1.NodeSelectorRequirement) string {
 	return fmt.Sprintf("%s %s [%s]", e.Key, e.Operator, strings.Join(e.Values, ","))
 }
 
-// injectNodePoolAffinity adds "karpenter.sh/nodepool In pools" to every required node selector term
-// (terms are ORed, so each must carry it). With no common pool it adds DoesNotExist instead: the pod
-// may then only use capacity Joist does not manage. It reports whether the pod changed.
-func injectNodePoolAffinity(pod *corev1.Pod, pools []string) bool {
-	expr := nodePoolExpression(pools)
+// injectNodePoolAffinity adds expr (a nodePoolExpression or a NotIn of reserved pools) to every
+// required node selector term (terms are ORed, so each must carry it). It reports whether the pod
+// changed.
+func injectNodePoolAffinity(pod *corev1.Pod, expr corev1.NodeSelectorRequirement) bool {
 	if pod.Spec.Affinity == nil {
 		pod.Spec.Affinity = &corev1.Affinity{}
 	}
@@ -232,51 +231,6 @@ func injectNodePoolAffinity(pod *corev1.Pod, pools []string) bool {
 	return changed
 }
 
-// ValidatePodPlacement denies a pod that explicitly selects only NodePools its namespace is not bound
-// to: through spec.nodeSelector, or through required node affinity terms that all name other pools.
-func ValidatePodPlacement(p Policy, pod *corev1.Pod, nsLabels map[string]string) Violations {
-	pools, sources, ok := p.BoundNodePools(nsLabels)
-	if !ok || placedElsewhere(pod) {
-		return nil
-	}
-	var vs Violations
-	s := Setting{Action: v1alpha1.ActionDeny, Source: strings.Join(sources, ", ")}
-	bound := requirements.In(pools...)
-	fix := fmt.Sprintf("select one of the NodePools bound to namespace %q (%s), or drop the NodePool selection", pod.Namespace, strings.Join(pools, ", "))
-	if want, ok := pod.Spec.NodeSelector[v1.NodePoolLabelKey]; ok && !bound.Has(want) {
-		vs.add(s, RuleBindings, field.NewPath("spec", "nodeSelector").Key(v1.NodePoolLabelKey), fix,
-			"pod selects NodePool %q, but namespace %q may only use NodePools %v", want, pod.Namespace, pools)
-	}
-	if pod.Spec.Affinity == nil || pod.Spec.Affinity.NodeAffinity == nil || pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		return vs
-	}
-	terms := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	dead := 0
-	var named []string
-	for _, t := range terms {
-		var sel requirements.Set
-		for _, e := range t.MatchExpressions {
-			if e.Key == v1.NodePoolLabelKey {
-				r, err := requirements.New(e.Operator, e.Values)
-				if err != nil {
-					r = requirements.Requirement{} // admits nothing, as the scheduler would not place it
-				}
-				sel = sel.With(e.Key, r)
-			}
-		}
-		r, ok := sel.Get(v1.NodePoolLabelKey)
-		if x := r.Intersect(bound); ok && x.Empty() {
-			dead++
-			named = append(named, r.Describe(v1.NodePoolLabelKey))
-		}
-	}
-	if len(terms) > 0 && dead == len(terms) {
-		vs.add(s, RuleBindings, field.NewPath("spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"), fix,
-			"pod requires %s, but namespace %q may only use NodePools %v", strings.Join(named, " or "), pod.Namespace, pools)
-	}
-	return vs
-}
-
 // NamespaceOptedOut reports whether a namespace carries the opt-out label (set by whoever administers
 // namespaces, so always honoured).
 func NamespaceOptedOut(nsLabels map[string]string) bool {
@@ -296,19 +250,4 @@ func PodOptedOut(guardrails []v1alpha1.Guardrail, pod *corev1.Pod, nsLabels map[
 	return slices.ContainsFunc(guardrails, func(g v1alpha1.Guardrail) bool {
 		return g.Spec.PodOptOut != nil && selects(&g.Spec.PodOptOut.NamespaceSelector, nsLabels)
 	})
-}
-
-// ConfineToBoundNodePools returns the pod as the provisioner must plan it: a copy restricted to the
-// NodePools its namespace is bound to, when the pod webhook did not do that (it fails open, and may
-// have been down). ok is false when the pod is planned as it is.
-func ConfineToBoundNodePools(p Policy, pod *corev1.Pod, nsLabels map[string]string) (confined *corev1.Pod, ok bool) {
-	pools, _, bound := p.BoundNodePools(nsLabels)
-	if !bound || placedElsewhere(pod) {
-		return nil, false
-	}
-	out := pod.DeepCopy()
-	if !injectNodePoolAffinity(out, pools) {
-		return nil, false
-	}
-	return out, true
 }

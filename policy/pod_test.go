@@ -132,8 +132,11 @@ func TestDefaultPod(t *testing.T) {
 			changes: 4,
 		},
 		{
-			name: "unbound namespace: untouched", p: podPolicy(true), nsLabels: map[string]string{"team": "b"},
-			pod: podWith(res(nil, nil)), want: func(*corev1.Pod) {},
+			name: "unbound namespace: kept off the pools reserved for bound namespaces", p: podPolicy(true), nsLabels: map[string]string{"team": "b"},
+			pod: podWith(res(nil, nil)), want: func(p *corev1.Pod) {
+				p.Spec.Affinity = nodePoolAffinity([]corev1.NodeSelectorRequirement{{Key: v1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"shared", "team-a"}}})
+			},
+			changes: 1,
 		},
 		{
 			name: "existing terms each get the pool expression", p: podPolicy(false), nsLabels: teamLabels,
@@ -237,7 +240,7 @@ func TestValidatePodPlacement(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			pod := podWith(res(nil, nil))
 			c.edit(pod)
-			errs := ValidatePodPlacement(p, pod, teamLabels).Errors()
+			errs := ValidatePodPlacement(p, pod, teamLabels, "").Errors()
 			if c.want == "" {
 				if len(errs) != 0 {
 					t.Fatalf("unexpected denial %v", errs)

@@ -138,17 +138,34 @@ func (s *Setting) stricter(a v1alpha1.Action, source string) {
 	}
 }
 
-func (s *Setting) orDefault(a v1alpha1.Action) {
-	if s.Source == "" {
+// orDefault fills an action no Guardrail set: the built-in default when builtIns are enforced;
+// otherwise the rule's default action attributed to the first Guardrail (by name) that configures
+// the rule (configured names that Guardrail, or ""), and off when none does.
+func (s *Setting) orDefault(a v1alpha1.Action, builtIns bool, configured string) {
+	switch {
+	case s.Source != "":
+	case builtIns:
 		*s = Setting{Action: a, Source: BuiltIn}
+	case configured != "":
+		*s = Setting{Action: a, Source: configured}
+	default:
+		*s = Setting{Action: v1alpha1.ActionOff, Source: BuiltIn}
 	}
 }
 
-// Merge returns the effective policy of the given Guardrails. With several Guardrails the strictest
-// value of every setting wins (deny > warn > off; the lower ceiling; the larger minimum; the
-// intersection of permissions); settings that no Guardrail makes take the built-in defaults.
-// Guardrails are visited in name order so that ties name the same source every time.
+// Merge returns the policy Joist enforces: the Guardrails whose enforcement is Deny merged into one
+// (see merge), with the built-in defaults unless the Guardrails' builtInEnforcement says Warn or
+// Audit. Guardrails in Warn or Audit change nothing that is enforced; Evaluate reports them.
 func Merge(guardrails []v1alpha1.Guardrail) Policy {
+	return merge(enforced(guardrails), BuiltInEnforcement(guardrails) == v1alpha1.EnforcementDeny)
+}
+
+// merge returns the effective policy of the given Guardrails. With several Guardrails the strictest
+// value of every setting wins (deny > warn > off; the lower ceiling; the larger minimum; the
+// intersection of permissions); settings that no Guardrail makes take the built-in defaults when
+// builtIns is true, and are off otherwise.
+// Guardrails are visited in name order so that ties name the same source every time.
+func merge(guardrails []v1alpha1.Guardrail, builtIns bool) Policy {
 	gs := slices.Clone(guardrails)
 	sort.Slice(gs, func(i, j int) bool { return gs[i].Name < gs[j].Name })
 	p := Policy{
@@ -159,10 +176,25 @@ func Merge(guardrails []v1alpha1.Guardrail) Policy {
 	}
 	required := map[corev1.ResourceName]bool{}
 	gpuNames := map[corev1.ResourceName]bool{}
+	configured := map[string]string{} // rule section -> first Guardrail that configures it
+	configure := func(section, src string) {
+		if configured[section] == "" {
+			configured[section] = src
+		}
+	}
 	for i := range gs {
 		g := &gs[i]
 		src := SourceOf(g)
 		np := g.Spec.NodePools
+		for section, set := range map[string]bool{
+			RuleRequireLimits: np.RequireLimits != nil, RuleMaxLimits: np.MaxLimits != nil, RuleGPUTaint: np.GPU != nil,
+			RuleSpot: np.Spot != nil, RuleOverlap: np.Overlap != nil, RuleClusterLimits: g.Spec.ClusterLimits != nil,
+			RuleDoNotDisrupt: g.Spec.DoNotDisrupt != nil,
+		} {
+			if set {
+				configure(section, src)
+			}
+		}
 		if r := np.RequireLimits; r != nil {
 			p.RequireLimits.stricter(r.Action, src)
 			for _, n := range r.Resources {
@@ -213,22 +245,22 @@ func Merge(guardrails []v1alpha1.Guardrail) Policy {
 			p.mergeDoNotDisrupt(d, src)
 		}
 	}
-	p.RequireLimits.orDefault(v1alpha1.ActionDeny)
+	p.RequireLimits.orDefault(v1alpha1.ActionDeny, builtIns, configured[RuleRequireLimits])
 	p.RequiredLimitResources = sortedNames(required, nil)
-	p.MaxLimits.orDefault(v1alpha1.ActionDeny)
-	if _, ok := p.MaxLimitValues[corev1.ResourceCPU]; !ok {
+	p.MaxLimits.orDefault(v1alpha1.ActionDeny, builtIns, configured[RuleMaxLimits])
+	if _, ok := p.MaxLimitValues[corev1.ResourceCPU]; !ok && builtIns {
 		p.MaxLimitValues[corev1.ResourceCPU] = Limit{Value: DefaultMaxCPULimit.DeepCopy(), Source: BuiltIn}
 	}
-	p.GPU.orDefault(v1alpha1.ActionDeny)
-	p.GPUExpiry.orDefault(v1alpha1.ActionWarn)
+	p.GPU.orDefault(v1alpha1.ActionDeny, builtIns, configured[RuleGPUTaint])
+	p.GPUExpiry.orDefault(v1alpha1.ActionWarn, builtIns, configured[RuleGPUTaint])
 	p.GPUResourceName = sortedNames(gpuNames, DefaultGPUResources)
-	p.Spot.orDefault(v1alpha1.ActionWarn)
+	p.Spot.orDefault(v1alpha1.ActionWarn, builtIns, configured[RuleSpot])
 	if p.SpotMinInstanceTypes == 0 {
 		p.SpotMinInstanceTypes, p.SpotMinSource = DefaultSpotMinInstanceTypes, BuiltIn
 	}
-	p.Overlap.orDefault(v1alpha1.ActionDeny)
-	p.ClusterLimits.orDefault(v1alpha1.ActionDeny)
-	p.DoNotDisrupt.orDefault(v1alpha1.ActionDeny)
+	p.Overlap.orDefault(v1alpha1.ActionDeny, builtIns, configured[RuleOverlap])
+	p.ClusterLimits.orDefault(v1alpha1.ActionDeny, builtIns, configured[RuleClusterLimits])
+	p.DoNotDisrupt.orDefault(v1alpha1.ActionDeny, builtIns, configured[RuleDoNotDisrupt])
 	if p.AllowForeverSource == "" {
 		p.AllowForeverSource = BuiltIn
 	}

@@ -100,9 +100,13 @@ func testPods(t *testing.T, s *suite) {
 			want: resources(rl("cpu", "1", "memory", "1Gi"), rl("memory", "1Gi")), affinity: bound,
 			wantInit:   ptr(resources(rl("cpu", "100m", "memory", "256Mi"), rl("memory", "256Mi"))),
 			annotation: []string{`initContainers[setup].resources.requests.cpu=100m`}},
-		{name: "unbound namespace gets defaults only", pod: newPod("team-b", "unbound", resources(nil, nil)),
-			want:       resources(rl("cpu", "100m", "memory", "128Mi"), rl("memory", "256Mi")),
-			annotation: []string{`containers[app].resources.requests.memory=128Mi (defaultRequests by Guardrail "teams")`}},
+		{name: "unbound namespace gets defaults, and is kept off the pools reserved for others", pod: newPod("team-b", "unbound", resources(nil, nil)),
+			want: resources(rl("cpu", "100m", "memory", "128Mi"), rl("memory", "256Mi")),
+			affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: "karpenter.sh/nodepool", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"shared", "team-a"}}}}}}}},
+			annotation: []string{`containers[app].resources.requests.memory=128Mi (defaultRequests by Guardrail "teams")`,
+				`affinity karpenter.sh/nodepool NotIn [shared,team-a] by Guardrail "teams"`}},
 		{name: "kube-system is excluded", pod: newPod("kube-system", "system", resources(nil, nil)), want: resources(nil, nil)},
 		{name: "opt-out label ignored where no Guardrail allows it", pod: func() *corev1.Pod {
 			p := newPod("team-a", "opt-out-ignored", resources(nil, nil))

@@ -1,5 +1,6 @@
 // Command joist is the Joist node autoscaler: `joist` runs the manager (controllers and webhooks);
-// `joist simulate` runs the solver on YAML files offline.
+// `joist simulate` runs the solver on YAML files offline; `joist policy check` reports what the
+// Guardrails would deny in a directory of manifests.
 package main
 
 import (
@@ -35,6 +36,8 @@ func runSubcommand(name string, args []string) (code int, ok bool) {
 	switch name {
 	case "simulate":
 		return simulate.Main(args, os.Stdout, os.Stderr), true
+	case "policy":
+		return runPolicy(args, os.Stdout, os.Stderr), true
 	case "version":
 		fmt.Println(version)
 		return 0, true

@@ -100,6 +100,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	if f.leaderElectionNS == "" {
 		f.leaderElectionNS = f.installNamespace
 	}
+	f.controllers.Guardrail.InstallNamespace = f.installNamespace
 	return f, zapOpts, nil
 }
 

@@ -19,7 +19,7 @@ func TestProvisionerEnforcesBindings(t *testing.T) {
 	e := env.New(t, env.Options{})
 	ctx := context.Background()
 	for name, labels := range map[string]map[string]string{
-		"team-a": {"team": "a"}, "sandbox": {"team": "a", "tier": "sandbox"},
+		"team-a": {"team": "a"}, "sandbox": {"team": "a", "tier": "sandbox"}, "other": {"team": "b"},
 	} {
 		if err := e.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
 			t.Fatal(err)
@@ -36,8 +36,13 @@ func TestProvisionerEnforcesBindings(t *testing.T) {
 	readyPool(t, ctx, e.Client, "team-a", 10, nil)
 	readyPool(t, ctx, e.Client, "shared", 100, nil) // preferred by weight: where an unconfined pod goes
 	optOut := map[string]string{policyv1alpha1.OptOutLabelKey: policyv1alpha1.OptOutLabelValue}
+	// A pod of a namespace no binding selects, selecting the pool reserved for team a: the pod webhook
+	// would deny it, but it may have been down; the provisioner must not plan it onto team-a.
+	intruder := podIn("other", "intruder", nil)
+	intruder.Spec.NodeSelector = map[string]string{"karpenter.sh/nodepool": "team-a"}
 	for _, pod := range []*corev1.Pod{
 		podIn("team-a", "no-affinity", nil), podIn("team-a", "opted-out-anyway", optOut), podIn("sandbox", "allowed-opt-out", optOut),
+		podIn("other", "neighbour", nil), intruder,
 	} {
 		if err := e.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
@@ -63,7 +68,7 @@ func TestProvisionerEnforcesBindings(t *testing.T) {
 			}
 		}
 	}
-	for pod, want := range map[string]string{"no-affinity": "team-a", "opted-out-anyway": "team-a", "allowed-opt-out": "shared"} {
+	for pod, want := range map[string]string{"no-affinity": "team-a", "opted-out-anyway": "team-a", "allowed-opt-out": "shared", "neighbour": "shared", "intruder": ""} {
 		if claimOf[pod] != want {
 			t.Errorf("pod %s planned onto pool %q, want %q (plans %v)", pod, claimOf[pod], want, claimOf)
 		}

@@ -32,6 +32,7 @@ import (
 // +kubebuilder:webhook:path=/validate-karpenter-sh-v1-nodeclaim,mutating=false,failurePolicy=ignore,sideEffects=None,groups=karpenter.sh,resources=nodeclaims,verbs=create;update,versions=v1,name=vnodeclaim.policy.joist.dev,admissionReviewVersions=v1,timeoutSeconds=2,patch=`{"matchConditions":[{"name":"has-do-not-disrupt","expression":"has(object.metadata.annotations) && 'karpenter.sh/do-not-disrupt' in object.metadata.annotations"}]}`
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 
 // Setup registers the Pod, Node and NodeClaim validators.
 // Pods in excludeNamespace (Joist's install namespace; empty for none) are admitted unchecked.
@@ -80,8 +81,9 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 	if err := v.Reader.List(ctx, &guardrails); err != nil {
 		return v.failOpen(ctx, fmt.Errorf("listing guardrails: %w", err))
 	}
-	p := policy.Merge(guardrails.Items)
+	ev := policy.Evaluate(guardrails.Items)
 	var nsLabels map[string]string
+	var pinnedPool string
 	if isPod {
 		ns := pod.Namespace
 		if req, err := admission.RequestFromContext(ctx); err == nil && req.Namespace != "" {
@@ -98,16 +100,28 @@ func (v *Validator[T]) validate(ctx context.Context, obj T, old client.Object) (
 			return nil, nil
 		}
 		nsLabels = namespace.Labels
+		if node := policy.PinnedNode(pod); node != "" && old == nil {
+			var n corev1.Node
+			if err := v.Reader.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil && !apierrors.IsNotFound(err) {
+				return v.failOpen(ctx, fmt.Errorf("getting node %s: %w", node, err))
+			}
+			pinnedPool = n.Labels[v1.NodePoolLabelKey]
+		}
 		if pod.Namespace == "" {
 			pod = pod.DeepCopy()
 			pod.Namespace = ns
 			obj = any(pod).(T)
 		}
 	}
-	vs := policy.ValidateDoNotDisrupt(p, v.Kind, obj, old, nsLabels)
+	vs := ev.Judge(func(p policy.Policy) policy.Violations {
+		vs := policy.ValidateDoNotDisrupt(p, v.Kind, obj, old, nsLabels)
+		if isPod && old == nil {
+			vs = append(vs, policy.ValidatePodPlacement(p, pod, nsLabels, pinnedPool)...)
+		}
+		return vs
+	})
 	if isPod && old == nil {
-		vs = append(vs, policy.ValidatePodQuantities(pod)...)
-		vs = append(vs, policy.ValidatePodPlacement(p, pod, nsLabels)...)
+		vs = append(vs, policy.ValidatePodQuantities(pod)...) // always enforced, whatever the Guardrails say
 	}
 	errs, warns := vs.Split()
 	if len(errs) > 0 {

@@ -58,7 +58,7 @@ func (v *Validator) validate(ctx context.Context, np, old *v1.NodePool) (admissi
 	if err := v.Reader.List(ctx, &pools); err != nil {
 		return nil, fmt.Errorf("listing nodepools: %w", err)
 	}
-	p := policy.Merge(guardrails.Items)
+	ev := policy.Evaluate(guardrails.Items)
 	in := policy.NodePoolContext{Others: pools.Items}
 	var warnings admission.Warnings
 	if v.InstanceTypes != nil {
@@ -70,10 +70,13 @@ func (v *Validator) validate(ctx context.Context, np, old *v1.NodePool) (admissi
 			in.Catalog = catalog
 		}
 	}
-	vs := policy.ValidateNodePool(p, np, in)
-	if old != nil {
-		vs = vs.ExceptPreexisting(policy.ValidateNodePool(p, old, in))
-	}
+	vs := ev.Judge(func(p policy.Policy) policy.Violations {
+		vs := policy.ValidateNodePool(p, np, in)
+		if old != nil {
+			vs = vs.ExceptPreexisting(policy.ValidateNodePool(p, old, in))
+		}
+		return vs
+	})
 	errs, warns := vs.Split()
 	warnings = append(warnings, warns...)
 	if len(errs) > 0 {

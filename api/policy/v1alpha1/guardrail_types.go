@@ -17,10 +17,34 @@ const (
 	ActionOff  Action = "off"
 )
 
+// Enforcement is what a Guardrail's denials do. Deny rejects the request; Warn admits it with an
+// admission warning naming the rule and the fix; Audit admits it silently. In Warn and Audit the
+// Guardrail changes nothing Joist enforces (no pod is mutated, no NodePool binding or cluster ceiling
+// applies); its status lists the existing objects it would deny.
+// +kubebuilder:validation:Enum=Deny;Warn;Audit
+type Enforcement string
+
+const (
+	EnforcementDeny  Enforcement = "Deny"
+	EnforcementWarn  Enforcement = "Warn"
+	EnforcementAudit Enforcement = "Audit"
+)
+
 // GuardrailSpec is a platform team's policy for NodePools, pod resources, team isolation and
 // do-not-disrupt. Every section is optional; with several Guardrails the strictest setting wins and
 // settings no Guardrail makes take Joist's built-in defaults (see docs/guardrails.md).
 type GuardrailSpec struct {
+	// Enforcement of the rules this Guardrail sets: Deny (the default), Warn or Audit. Switch a new
+	// Guardrail to Deny once status.wouldDeny is 0 or the objects it lists are fixed.
+	// +kubebuilder:default=Deny
+	// +optional
+	Enforcement Enforcement `json:"enforcement,omitempty"`
+	// BuiltInEnforcement is the enforcement of Joist's built-in defaults (the rules no Guardrail
+	// sets, see docs/guardrails.md): Deny, Warn or Audit. Unset means no opinion; across Guardrails
+	// the strictest value wins, and with none set the built-in defaults deny. The status of every
+	// Guardrail that sets it also lists the existing objects the built-in defaults would deny.
+	// +optional
+	BuiltInEnforcement Enforcement `json:"builtInEnforcement,omitempty"`
 	// NodePools are the rules every NodePool is validated against on create and update.
 	// +optional
 	NodePools NodePoolRules `json:"nodePools,omitempty"`
@@ -199,12 +223,13 @@ type DoNotDisruptRules struct {
 	AllowOnNodes *bool `json:"allowOnNodes,omitempty"`
 }
 
-// GuardrailStatus is empty for now; Guardrails take effect on the next admission request.
-type GuardrailStatus struct{}
-
 // Guardrail is a cluster-wide admission policy for NodePools, pods and disruption.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=guardrails,scope=Cluster,categories=joist,shortName=gr
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Enforcement",type="string",JSONPath=".spec.enforcement"
+// +kubebuilder:printcolumn:name="Would-Deny",type="integer",JSONPath=".status.wouldDeny"
+// +kubebuilder:printcolumn:name="Rules",type="string",JSONPath=".status.summary"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 type Guardrail struct {
 	metav1.TypeMeta   `json:",inline"`
