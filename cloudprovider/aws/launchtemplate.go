@@ -40,7 +40,8 @@ type launchTemplateInput struct {
 func (in launchTemplateInput) name() string {
 	sgs := append([]string(nil), in.securityGroups...)
 	sort.Strings(sgs)
-	h := sha256.Sum256([]byte(strings.Join([]string{in.nodeClass.Hash(), in.amiID, strings.Join(sgs, ","), in.instanceProfile, in.userData}, "\n")))
+	// The CA bundle is in the user data, so the hash leaves it out.
+	h := sha256.Sum256([]byte(strings.Join([]string{in.nodeClass.Hash(""), in.amiID, strings.Join(sgs, ","), in.instanceProfile, in.userData}, "\n")))
 	return "joist/" + hex.EncodeToString(h[:10])
 }
 
