@@ -1,36 +1,85 @@
 package v1
 
 import (
-	"encoding/json"
-	"hash/fnv"
 	"strconv"
+	"time"
 
+	"github.com/mitchellh/hashstructure/v2"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NodePoolHashVersion versions the NodePool template hash (annotation NodePoolHashVersionAnnotationKey).
-// A NodeClaim stamped with another version is re-stamped, not drifted: the hash's inputs changed,
-// not the pool.
+// It is Karpenter v1's version string: Joist's hash is Karpenter's, so claims either one stamped
+// with v3 are judged by the other without drifting. A NodeClaim stamped with another version is
+// re-stamped, not drifted: the hash's inputs changed, not the pool.
 const NodePoolHashVersion = "v3"
 
-// Hash is the NodePool template hash that NodeClaims carry in NodePoolHashAnnotationKey: a change of
-// it drifts the pool's nodes. It covers what a launched node is made of: template labels,
-// annotations, taints, startup taints and the NodeClass reference. Requirements are left out (drift
-// checks them against each node's labels instead, so widening them drifts nothing), and so are
-// the fields that only govern behaviour: expireAfter, terminationGracePeriod, disruption, limits, weight.
+// hashOptions are the hashstructure options Karpenter hashes its NodePool template and
+// EC2NodeClass with.
+func hashOptions() *hashstructure.HashOptions {
+	return &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true}
+}
+
+// Hash is the NodePool template hash that NodePools and their NodeClaims carry in
+// NodePoolHashAnnotationKey: a change of it drifts the pool's nodes. It is the value Karpenter
+// v1 computes (hashstructure v2, FormatV2, SlicesAsSets, IgnoreZeroValue, ZeroNil over
+// spec.template), bit for bit; bench/upstream checks that on random pools against Karpenter's own
+// NodePool.Hash. It covers the template's labels, annotations, taints, startup taints, NodeClass
+// reference, expireAfter and terminationGracePeriod. Requirements are left out (drift checks them
+// against each node's labels instead, so widening them drifts nothing), and so are the fields
+// outside the template that only govern behaviour: disruption, limits, weight.
 func (in *NodePool) Hash() string {
-	t := in.Spec.Template
-	h := fnv.New64a()
-	// encoding/json sorts map keys, so the encoding is canonical.
-	b, _ := json.Marshal(struct {
-		Labels        map[string]string   `json:"labels,omitempty"`
-		Annotations   map[string]string   `json:"annotations,omitempty"`
-		Taints        []corev1.Taint      `json:"taints,omitempty"`
-		StartupTaints []corev1.Taint      `json:"startupTaints,omitempty"`
-		NodeClassRef  *NodeClassReference `json:"nodeClassRef,omitempty"`
-	}{t.Labels, t.Annotations, t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef})
-	_, _ = h.Write(b)
-	return strconv.FormatUint(h.Sum64(), 10)
+	h, err := hashstructure.Hash(templateHashInput(&in.Spec.Template), hashstructure.FormatV2, hashOptions())
+	if err != nil {
+		panic(err) // plain data (maps, slices, strings, ints) always hashes
+	}
+	return strconv.FormatUint(h, 10)
+}
+
+// templateHashInput converts a template into a mirror of Karpenter's NodeClaimTemplate.
+// hashstructure hashes a struct by its type name and its exported fields' names, order and values,
+// so Karpenter's value needs Karpenter's shapes: these types are named, ordered and typed as
+// sigs.k8s.io/karpenter/pkg/apis/v1's (v1.15) NodeClaimTemplate and what it holds. Fields tagged
+// hash:"ignore" upstream (requirements, NillableDuration.Raw) are not carried at all.
+func templateHashInput(t *NodeClaimTemplate) any {
+	type NillableDuration struct {
+		*time.Duration
+	}
+	type NodeClassReference struct {
+		Kind  string
+		Name  string
+		Group string
+	}
+	type NodeClaimTemplateSpec struct {
+		Taints                 []corev1.Taint
+		StartupTaints          []corev1.Taint
+		NodeClassRef           *NodeClassReference
+		TerminationGracePeriod *metav1.Duration
+		ExpireAfter            NillableDuration
+	}
+	type ObjectMeta struct {
+		Labels      map[string]string
+		Annotations map[string]string
+	}
+	type NodeClaimTemplate struct {
+		ObjectMeta
+		Spec NodeClaimTemplateSpec
+	}
+	out := NodeClaimTemplate{
+		ObjectMeta: ObjectMeta{Labels: t.Labels, Annotations: t.Annotations},
+		Spec: NodeClaimTemplateSpec{
+			Taints:                 t.Spec.Taints,
+			StartupTaints:          t.Spec.StartupTaints,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
+			// "Never" is a nil duration upstream, as is an unset one.
+			ExpireAfter: NillableDuration{Duration: t.Spec.ExpireAfter.Duration},
+		},
+	}
+	if ref := t.Spec.NodeClassRef; ref != nil {
+		out.Spec.NodeClassRef = &NodeClassReference{Kind: ref.Kind, Name: ref.Name, Group: ref.Group}
+	}
+	return out
 }
 
 // Drift reasons on the NodeClaim Drifted condition (the provider adds its own, e.g. ImageDrifted).

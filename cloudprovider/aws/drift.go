@@ -30,7 +30,7 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (clo
 		return "", nil
 	}
 	if claim.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] == awsv1.EC2NodeClassHashVersion &&
-		claim.Annotations[awsv1.AnnotationEC2NodeClassHash] != "" && claim.Annotations[awsv1.AnnotationEC2NodeClassHash] != nc.Hash() {
+		claim.Annotations[awsv1.AnnotationEC2NodeClassHash] != "" && claim.Annotations[awsv1.AnnotationEC2NodeClassHash] != nc.Hash(p.opts.ClusterCABundle) {
 		return DriftNodeClass, nil
 	}
 	if claim.Status.ProviderID == "" {

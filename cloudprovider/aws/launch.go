@@ -336,7 +336,7 @@ func (p *CloudProvider) launchedClaim(nc *awsv1.EC2NodeClass, claim *v1.NodeClai
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}
-	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nc.Hash()
+	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nc.Hash(p.opts.ClusterCABundle)
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
 	out.Status.ProviderID = providerID(zone, id)
 	out.Status.ImageID = amiFor(nc, it)

@@ -50,7 +50,8 @@ func (in launchTemplateInput) name() string {
 	for _, t := range ec2Tags(in.tags) {
 		tags = append(tags, aws.ToString(t.Key)+"="+aws.ToString(t.Value))
 	}
-	h := sha256.Sum256([]byte(strings.Join([]string{in.nodeClass.Hash(), in.amiID, strings.Join(sgs, ","), in.instanceProfile, in.userData,
+	// The CA bundle is in the user data, so the hash leaves it out.
+	h := sha256.Sum256([]byte(strings.Join([]string{in.nodeClass.Hash(""), in.amiID, strings.Join(sgs, ","), in.instanceProfile, in.userData,
 		strings.Join(tags, ","), in.capacityType}, "\n")))
 	return "joist/" + hex.EncodeToString(h[:10])
 }

@@ -136,7 +136,7 @@ func (a *awsFlags) build(kube client.Client, unavailable *cloudprovider.Unavaila
 		ClusterName: a.clusterName, ClusterEndpoint: a.clusterEndpoint, ClusterCABundle: ca, ClusterCIDR: a.clusterCIDR,
 		VMMemoryOverheadPercent: a.vmMemoryOverhead, ReservedENIs: a.reservedENIs,
 	})
-	return &awsCloud{CloudProvider: p, queue: a.queue}, nil
+	return &awsCloud{CloudProvider: p, queue: a.queue, caBundle: ca}, nil
 }
 
 // awsCloud is the aws provider with the controllers it brings: the EC2NodeClass controller, the
@@ -145,13 +145,15 @@ func (a *awsFlags) build(kube client.Client, unavailable *cloudprovider.Unavaila
 type awsCloud struct {
 	*awsprovider.CloudProvider
 	queue string
+	// caBundle goes into the EC2NodeClass hash, as Karpenter's.
+	caBundle string
 }
 
 // RegisterControllers adds the provider's controllers to mgr.
 func (a *awsCloud) RegisterControllers(_ context.Context, mgr manager.Manager) error {
 	clients := a.Clients()
 	a.UseEventRecorder(mgr.GetEventRecorder("joist"))
-	opts := ec2nodeclass.Options{KubernetesVersion: kubernetesVersion(mgr.GetConfig()), ClusterName: a.ClusterName(), Region: clients.Region}
+	opts := ec2nodeclass.Options{KubernetesVersion: kubernetesVersion(mgr.GetConfig()), ClusterName: a.ClusterName(), Region: clients.Region, ClusterCABundle: a.caBundle}
 	if err := ec2nodeclass.New(mgr.GetClient(), clients.EC2, clients.SSM, clients.IAM, opts).Register(mgr); err != nil {
 		return fmt.Errorf("registering ec2nodeclass controller: %w", err)
 	}

@@ -18,6 +18,8 @@ func TestNodePoolHashCoversTheTemplateNotBehaviour(t *testing.T) {
 			np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}
 		},
 		"nodeclassref": func(np *v1.NodePool) { np.Spec.Template.Spec.NodeClassRef.Name = "other" },
+		// Karpenter hashes the whole template, expireAfter included.
+		"expireAfter": func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("1h") },
 	} {
 		np := base.DeepCopy()
 		mutate(np)
@@ -26,8 +28,7 @@ func TestNodePoolHashCoversTheTemplateNotBehaviour(t *testing.T) {
 		}
 	}
 	for name, mutate := range map[string]func(*v1.NodePool){
-		"expireAfter": func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("1h") },
-		"budgets":     func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}} },
+		"budgets": func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}} },
 		"requirements": func(np *v1.NodePool) {
 			np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "k", Operator: corev1.NodeSelectorOpExists}}
 		},
@@ -36,6 +37,30 @@ func TestNodePoolHashCoversTheTemplateNotBehaviour(t *testing.T) {
 		mutate(np)
 		if np.Hash() != h {
 			t.Errorf("changing %s changes the hash: it must not drift nodes", name)
+		}
+	}
+}
+
+// Karpenter's static drift check: a claim is judged only when it carries the hash and the current
+// hash version; then a different hash drifts it.
+func TestTemplateDriftedAsKarpenter(t *testing.T) {
+	pool := &v1.NodePool{}
+	pool.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "g", Kind: "K", Name: "default"}
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+		want        bool
+	}{
+		{"same hash", map[string]string{v1.NodePoolHashAnnotationKey: pool.Hash(), v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion}, false},
+		{"other hash", map[string]string{v1.NodePoolHashAnnotationKey: "1", v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion}, true},
+		{"other version", map[string]string{v1.NodePoolHashAnnotationKey: "1", v1.NodePoolHashVersionAnnotationKey: "v2"}, false},
+		{"no hash", map[string]string{v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion}, false},
+		{"nothing", nil, false},
+	} {
+		m := &member{pool: pool, claim: &v1.NodeClaim{}}
+		m.claim.Annotations = tc.annotations
+		if got := templateDrifted(m); got != tc.want {
+			t.Errorf("%s: drifted = %t, want %t", tc.name, got, tc.want)
 		}
 	}
 }

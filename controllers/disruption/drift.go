@@ -17,8 +17,7 @@ func (c *Controller) driftReason(ctx context.Context, m *member) (string, error)
 	if !m.claim.IsTrue(v1.ConditionTypeLaunched) {
 		return "", nil
 	}
-	if m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion &&
-		m.claim.Annotations[v1.NodePoolHashAnnotationKey] != m.pool.Hash() {
+	if templateDrifted(m) {
 		return v1.DriftReasonNodePoolDrifted, nil
 	}
 	reqs, err := requirements.ForNodePool(m.pool)
@@ -42,6 +41,15 @@ func (c *Controller) driftReason(ctx context.Context, m *member) (string, error)
 		return "", fmt.Errorf("checking drift of nodeclaim %s: %w", m.claim.Name, err)
 	}
 	return string(reason), nil
+}
+
+// templateDrifted compares the template hash stamped on the claim with the pool's, as Karpenter's
+// static drift check does: only a claim carrying both the hash and the current hash version is
+// judged. The pool's hash is computed, not read from its annotation (which the nodepool controller
+// stamps with the same value), so a template edit is seen without waiting for the stamp.
+func templateDrifted(m *member) bool {
+	hash, ok := m.claim.Annotations[v1.NodePoolHashAnnotationKey]
+	return ok && m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion && hash != m.pool.Hash()
 }
 
 // needsRestamp: a claim without the current hash version gets the pool's hash stamped instead of

@@ -34,6 +34,8 @@ type Options struct {
 	KubernetesVersion func(context.Context) (string, error)
 	// ClusterName and Region name and tag the instance profiles managed for spec.role.
 	ClusterName, Region string
+	// ClusterCABundle (base64) is part of the NodeClass hash stamped on it (see stampHash).
+	ClusterCABundle string
 }
 
 // Controller reconciles EC2NodeClasses.
@@ -68,11 +70,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)
 	}
-	if !controllerutil.ContainsFinalizer(nc, Finalizer) {
+	if !controllerutil.ContainsFinalizer(nc, Finalizer) || !hashStamped(nc, c.opts.ClusterCABundle) {
 		stored := nc.DeepCopy()
 		controllerutil.AddFinalizer(nc, Finalizer)
+		stampHash(nc, c.opts.ClusterCABundle)
 		if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer to EC2NodeClass %s: %w", nc.Name, err))
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("adding finalizer and hash to EC2NodeClass %s: %w", nc.Name, err))
 		}
 	}
 	stored := nc.DeepCopy()

@@ -1,5 +1,7 @@
 // Package nodepool keeps NodePool status: the capacity and node count of its NodeClaims, and the
-// Ready condition (its NodeClass exists). Only Ready pools are provisioned from.
+// Ready condition (its NodeClass exists). Only Ready pools are provisioned from. It also stamps the
+// pool's template hash and hash version on the pool, as Karpenter's nodepool.hash controller does
+// (the same annotations and values, so tooling that reads them keeps working).
 package nodepool
 
 import (
@@ -30,7 +32,7 @@ type Controller struct {
 // New returns the NodePool status controller.
 func New(kube client.Client) *Controller { return &Controller{kube: kube} }
 
-// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kwok.joist.dev,resources=kwoknodeclasses,verbs=get;list;watch
 
@@ -39,6 +41,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	np := &v1.NodePool{}
 	if err := c.kube.Get(ctx, req.NamespacedName, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := c.stampHash(ctx, np); err != nil {
+		return reconcile.Result{}, err
 	}
 	stored := np.DeepCopy()
 	claims := &v1.NodeClaimList{}
@@ -82,6 +87,24 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool %s status: %w", np.Name, err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// stampHash writes the template hash and its version into the pool's annotations when they differ.
+func (c *Controller) stampHash(ctx context.Context, np *v1.NodePool) error {
+	hash := np.Hash()
+	if np.Annotations[v1.NodePoolHashAnnotationKey] == hash && np.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion {
+		return nil
+	}
+	stored := np.DeepCopy()
+	if np.Annotations == nil {
+		np.Annotations = map[string]string{}
+	}
+	np.Annotations[v1.NodePoolHashAnnotationKey] = hash
+	np.Annotations[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
+	if err := c.kube.Patch(ctx, np, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("stamping hash on nodepool %s: %w", np.Name, err))
+	}
+	return nil
 }
 
 // nodeClassReady reports whether the referenced NodeClass exists (any group and kind the apiserver serves).

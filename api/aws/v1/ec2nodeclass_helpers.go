@@ -1,15 +1,6 @@
 package v1
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
-)
-
-// EC2NodeClassHashVersion changes whenever Hash would change for an unchanged spec, so that claims
-// hashed by an older build are not reported drifted.
-const EC2NodeClassHashVersion = "v1"
+import "strings"
 
 // AMIFamily is the spec's amiFamily, or the alias's family when only an alias term is given.
 func (in *EC2NodeClass) AMIFamily() string {
@@ -54,21 +45,4 @@ func (in *EC2NodeClass) InstanceProfileName() string {
 		return *in.Spec.InstanceProfile
 	}
 	return in.Status.InstanceProfile
-}
-
-// Hash is the NodeClass's static hash: every field that shapes an instance at launch, except the
-// selector terms (whose resolved results are compared separately, so that re-tagging a subnet
-// that still selects the same one is no drift). amiFamily is hashed as resolved, so setting it to
-// what the alias implies is no drift either.
-func (in *EC2NodeClass) Hash() string {
-	spec := in.Spec.DeepCopy()
-	spec.SubnetSelectorTerms, spec.SecurityGroupSelectorTerms, spec.AMISelectorTerms = nil, nil, nil
-	family := in.AMIFamily()
-	spec.AMIFamily = &family
-	data, err := json.Marshal(spec) // map keys are sorted: stable
-	if err != nil {
-		panic(err) // a spec of plain data always marshals
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
 }
