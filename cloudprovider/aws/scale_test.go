@@ -64,8 +64,10 @@ func TestDescribeCallsStayWithinTheAccountBudgetAt500Nodes(t *testing.T) {
 	if w.aws.DescribeThrottled() > 0 {
 		t.Errorf("%d describe calls were throttled", w.aws.DescribeThrottled())
 	}
-	// One listing of 3 pages per 30 s interval: 6 calls a minute (the budget refills 1,200).
-	if perMinute > 6.5 {
-		t.Errorf("%.1f DescribeInstances calls per minute for %d nodes, want at most 6.5 (one 3-page listing per 30 s)", perMinute, nodes)
+	// One listing of 3 pages per 30 s interval is 6 calls a minute; the fake also counts the SDK's
+	// own transparent retries of a page (measured 6–8 a minute in all). One call per node per
+	// check would be 3,000 a minute; the budget refills 1,200.
+	if perMinute > 10 {
+		t.Errorf("%.1f DescribeInstances calls per minute for %d nodes, want at most 10 (one 3-page listing per 30 s)", perMinute, nodes)
 	}
 }
