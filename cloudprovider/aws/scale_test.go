@@ -36,7 +36,7 @@ func TestDescribeCallsStayWithinTheAccountBudgetAt500Nodes(t *testing.T) {
 				"kubernetes.io/cluster/prod": "owned", "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": fmt.Sprintf("n-%d", i)}})
 		c := claim(fmt.Sprintf("n-%d", i))
 		c.Status.ProviderID = "aws:///" + zone + "/" + id
-		c.Annotations = map[string]string{awsv1.AnnotationEC2NodeClassHash: nc.Hash(""), awsv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion}
+		c.Annotations = map[string]string{awsv1.AnnotationEC2NodeClassHash: nc.Hash("Q0E="), awsv1.AnnotationEC2NodeClassHashVersion: awsv1.EC2NodeClassHashVersion}
 		c.CreationTimestamp = metav1.NewTime(w.clock.Now())
 		claims = append(claims, c)
 	}
