@@ -76,7 +76,7 @@ func (p *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.No
 // instance types (the cheapest MaxFleetInstanceTypes) × the zones they are offered in, one subnet
 // per zone.
 func (p *CloudProvider) fleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, options []cloudprovider.Launchable, capacityType string) (*ec2.CreateFleetInput, error) {
-	userData, err := p.bootstrapFor(nc, claim, capacityType).userData(nc.AMIFamily())
+	userData, err := p.renderUserData(ctx, nc, claim, capacityType)
 	if err != nil {
 		return nil, err
 	}
