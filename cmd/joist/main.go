@@ -35,6 +35,8 @@ func runSubcommand(name string, args []string) (code int, ok bool) {
 	switch name {
 	case "simulate":
 		return simulate.Main(args, os.Stdout, os.Stderr), true
+	case "aws":
+		return awsMain(args, os.Stdout, os.Stderr), true
 	case "version":
 		fmt.Println(version)
 		return 0, true
