@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -45,6 +46,7 @@ type Clients struct {
 	SSM     *ssm.Client
 	SQS     *sqs.Client
 	IAM     *iam.Client
+	EKS     *eks.Client
 	Pricing *pricing.Client // nil when disabled
 }
 
@@ -85,6 +87,7 @@ func NewClients(ctx context.Context, opts ClientOptions) (*Clients, error) {
 		SSM:    ssm.NewFromConfig(cfg, func(o *ssm.Options) { o.BaseEndpoint = endpoint }),
 		SQS:    sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = endpoint }),
 		IAM:    iam.NewFromConfig(cfg, func(o *iam.Options) { o.BaseEndpoint = endpoint }),
+		EKS:    eks.NewFromConfig(cfg, func(o *eks.Options) { o.BaseEndpoint = endpoint }),
 	}
 	if !opts.DisablePricing && pricingRegion(cfg.Region) != "" {
 		c.Pricing = pricing.NewFromConfig(cfg, func(o *pricing.Options) {

@@ -43,7 +43,7 @@ func (p *CloudProvider) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (clo
 		}
 		return "", err
 	}
-	if !selectedAMI(nc, aws.ToString(inst.ImageId)) {
+	if amiDrifted(nc, claim, aws.ToString(inst.ImageId)) { // drift_ami.go
 		return DriftAMI, nil
 	}
 	subnetOK := false

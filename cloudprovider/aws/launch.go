@@ -107,7 +107,7 @@ func (p *CloudProvider) newFleetRequest(ctx context.Context, nc *awsv1.EC2NodeCl
 // instance types (the cheapest MaxFleetInstanceTypes) × the zones they are offered in, one subnet
 // per zone.
 func (p *CloudProvider) fleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, options []cloudprovider.Launchable, capacityType string) (*ec2.CreateFleetInput, error) {
-	userData, err := p.bootstrapFor(nc, claim, capacityType).userData(nc.AMIFamily())
+	userData, err := p.renderUserData(ctx, nc, claim, capacityType)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +186,16 @@ func (p *CloudProvider) fleetRequest(ctx context.Context, nc *awsv1.EC2NodeClass
 // kubernetes.io/cluster/<cluster>=owned, eks:eks-cluster-name, karpenter.sh/nodepool and
 // karpenter.k8s.aws/ec2nodeclass — as Karpenter tags them.
 func (p *CloudProvider) resourceTags(nc *awsv1.EC2NodeClass, claim *v1.NodeClaim) map[string]string {
+	return resourceTags(p.opts.ClusterName, nc, claim)
+}
+
+func resourceTags(clusterName string, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim) map[string]string {
 	tags := map[string]string{}
 	for k, v := range nc.Spec.Tags {
 		tags[k] = v
 	}
-	tags[awsv1.ClusterTagKeyPrefix+p.opts.ClusterName] = "owned"
-	tags[awsv1.EKSClusterNameTagKey] = p.opts.ClusterName
+	tags[awsv1.ClusterTagKeyPrefix+clusterName] = "owned"
+	tags[awsv1.EKSClusterNameTagKey] = clusterName
 	tags[awsv1.NodePoolTagKey] = claim.Labels[v1.NodePoolLabelKey]
 	tags[awsv1.NodeClassTagKey] = nc.Name
 	return tags

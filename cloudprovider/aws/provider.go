@@ -21,13 +21,14 @@ type Options struct {
 	// ClusterName tags every resource (kubernetes.io/cluster/<name>=owned, eks:eks-cluster-name)
 	// and selects the instances this provider owns.
 	ClusterName string
-	// ClusterEndpoint and ClusterCABundle (base64 PEM) go into the nodes' bootstrap user data.
-	ClusterEndpoint string
-	ClusterCABundle string
-	// ClusterCIDR is the service CIDR (AL2023 nodeadm); optional.
-	ClusterCIDR string
-	// KubernetesVersion (e.g. "1.33") picks the EKS-optimized AMIs of aliases.
+	// ClusterEndpoint, ClusterCABundle (base64 PEM), ClusterCIDR (the service CIDR) and
+	// KubernetesVersion ("1.33") override what eks:DescribeCluster answers (see ClusterDiscovery).
+	ClusterEndpoint   string
+	ClusterCABundle   string
+	ClusterCIDR       string
 	KubernetesVersion string
+	// ClusterInfoTTL is how long a DescribeCluster answer is reused (default 10 m).
+	ClusterInfoTTL time.Duration
 	// VMMemoryOverheadPercent of memory the hypervisor keeps (default 0.075).
 	VMMemoryOverheadPercent float64
 	// ReservedENIs are left out of max pods (VPC CNI custom networking).
@@ -70,6 +71,7 @@ type CloudProvider struct {
 	launches    *fleetLaunches
 	instances   *instanceCache
 	recorder    events.EventRecorder // nil until UseEventRecorder
+	cluster     *ClusterDiscovery
 }
 
 // UseEventRecorder makes the provider report on Kubernetes objects (e.g. an EC2NodeClass served
@@ -96,6 +98,7 @@ func New(kube client.Client, clients *Clients, unavailable *cloudprovider.Unavai
 		terminator: newTerminator(clients.EC2),
 		launches:   newFleetLaunches(clk),
 		instances:  &instanceCache{ec2: clients.EC2, cluster: opts.ClusterName, clock: clk, ttl: opts.InstanceCacheTTL},
+		cluster:    newProviderDiscovery(clients, clk, opts),
 	}
 }
 

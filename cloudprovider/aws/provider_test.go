@@ -253,7 +253,7 @@ func TestCreateFleetRequestForSpot(t *testing.T) {
 	for _, want := range []string{
 		"Content-Type: application/node.eks.aws", "kind: NodeConfig", "name: prod",
 		"apiServerEndpoint: https://ABC.gr7.us-west-2.eks.amazonaws.com", "certificateAuthority: Q0E=",
-		"karpenter.sh/capacity-type=spot", "karpenter.sh/nodepool=default", "--register-with-taints=\"karpenter.sh/unregistered:NoExecute\"",
+		"karpenter.sh/capacity-type=spot", "karpenter.sh/nodepool=default", "key: karpenter.sh/unregistered", // nodeagents_test.go parses it
 	} {
 		if !strings.Contains(userData, want) {
 			t.Errorf("AL2023 user data lacks %q:\n%s", want, userData)

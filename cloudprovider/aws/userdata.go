@@ -1,7 +1,9 @@
 package aws
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,35 +16,63 @@ import (
 
 // bootstrap is what a node needs to join: cluster coordinates and its kubelet settings.
 type bootstrap struct {
-	clusterName, endpoint, caBundle, cidr string
-	labels                                map[string]string
-	taints                                []corev1.Taint
-	maxPods                               int64
-	kubelet                               *awsv1.KubeletConfiguration
-	custom                                string
+	clusterName string
+	cluster     ClusterInfo
+	labels      map[string]string
+	taints      []corev1.Taint
+	kubelet     *awsv1.KubeletConfiguration
+	// instanceStorePolicy is spec.instanceStorePolicy ("RAID0" or "").
+	instanceStorePolicy string
+	custom              string
 }
 
-// userData renders the AMI family's bootstrap, with the NodeClass's userData merged: AL2023 as a
-// MIME multi-part with a nodeadm NodeConfig after the user's parts, AL2 as a bootstrap.sh call
-// after the user's script, Bottlerocket as TOML settings, Custom as the user's data unchanged.
+// userData renders the AMI family's bootstrap, base64-encoded, with the NodeClass's userData merged
+// the way Karpenter documents it: AL2023 and AL2 as a MIME multi-part archive with the user's parts
+// first (AL2023: a NodeConfig part last; AL2: a bootstrap.sh script part last), Bottlerocket as the
+// user's TOML with the settings Joist owns overwritten, Custom as the user's data unchanged.
 func (b bootstrap) userData(family string) (string, error) {
 	var out string
+	var err error
 	switch family {
 	case awsv1.AMIFamilyAL2023:
-		out = b.al2023()
+		out, err = b.al2023()
 	case awsv1.AMIFamilyAL2:
-		out = b.al2()
+		out, err = b.al2()
 	case awsv1.AMIFamilyBottlerocket:
-		out = b.bottlerocket()
+		out, err = b.bottlerocket()
 	case awsv1.AMIFamilyCustom:
 		out = b.custom
 	default:
 		return "", fmt.Errorf("amiFamily %s is not supported by Joist yet: use AL2023, AL2, Bottlerocket or Custom", family)
 	}
+	if err != nil {
+		return "", fmt.Errorf("rendering %s user data: %w", family, err)
+	}
 	return base64.StdEncoding.EncodeToString([]byte(out)), nil
 }
 
-func (b bootstrap) labelFlag() string {
+// requireCluster checks what every family's node agent refuses to start without.
+func (b bootstrap) requireCluster(needCIDR bool) error {
+	var missing []string
+	if b.clusterName == "" {
+		missing = append(missing, "name ($CLUSTER_NAME)")
+	}
+	if b.cluster.Endpoint == "" {
+		missing = append(missing, "endpoint ($CLUSTER_ENDPOINT)")
+	}
+	if b.cluster.CABundle == "" {
+		missing = append(missing, "CA bundle ($CLUSTER_CA_BUNDLE)")
+	}
+	if needCIDR && b.cluster.ServiceCIDR == "" {
+		missing = append(missing, "service CIDR ($CLUSTER_CIDR)")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the cluster's %s is unknown: allow eks:DescribeCluster or set it", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (b bootstrap) sortedLabels() []string {
 	keys := make([]string, 0, len(b.labels))
 	for k := range b.labels {
 		keys = append(keys, k)
@@ -52,137 +82,72 @@ func (b bootstrap) labelFlag() string {
 	for i, k := range keys {
 		parts[i] = k + "=" + b.labels[k]
 	}
-	return strings.Join(parts, ",")
+	return parts
 }
 
-func (b bootstrap) taintFlag() string {
+func (b bootstrap) taintStrings() []string {
 	parts := make([]string, len(b.taints))
 	for i, t := range b.taints {
 		parts[i] = t.ToString()
 	}
-	return strings.Join(parts, ",")
+	return parts
 }
 
-const mimeBoundary = "//JOIST"
-
-func (b bootstrap) al2023() string {
-	var s strings.Builder
-	s.WriteString("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"" + mimeBoundary + "\"\n\n")
-	if b.custom != "" {
-		s.WriteString("--" + mimeBoundary + "\n")
-		if !strings.HasPrefix(b.custom, "Content-Type") {
-			s.WriteString("Content-Type: text/x-shellscript; charset=\"us-ascii\"\n\n")
-		}
-		s.WriteString(b.custom + "\n")
+// kubeletConfigFields are the EC2NodeClass's kubelet settings as KubeletConfiguration
+// (kubelet.config.k8s.io/v1beta1) fields: the CRD's field names are the kubelet's own.
+func kubeletConfigFields(k *awsv1.KubeletConfiguration) (map[string]any, error) {
+	out := map[string]any{}
+	if k == nil {
+		return out, nil
 	}
-	s.WriteString("--" + mimeBoundary + "\nContent-Type: application/node.eks.aws\n\n")
-	s.WriteString("apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n")
-	fmt.Fprintf(&s, "    name: %s\n    apiServerEndpoint: %s\n    certificateAuthority: %s\n", b.clusterName, b.endpoint, b.caBundle)
-	if b.cidr != "" {
-		fmt.Fprintf(&s, "    cidr: %s\n", b.cidr)
+	data, err := json.Marshal(k)
+	if err != nil {
+		return nil, fmt.Errorf("encoding kubelet settings: %w", err)
 	}
-	s.WriteString("  kubelet:\n    config:\n")
-	if b.maxPods > 0 { // otherwise nodeadm computes the ENI-based value for the instance type
-		fmt.Fprintf(&s, "      maxPods: %d\n", b.maxPods)
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("decoding kubelet settings: %w", err)
 	}
-	if k := b.kubelet; k != nil {
-		if len(k.ClusterDNS) > 0 {
-			fmt.Fprintf(&s, "      clusterDNS: [%s]\n", strings.Join(k.ClusterDNS, ", "))
-		}
-		writeMap(&s, "systemReserved", k.SystemReserved)
-		writeMap(&s, "kubeReserved", k.KubeReserved)
-		writeMap(&s, "evictionHard", k.EvictionHard)
-		writeMap(&s, "evictionSoft", k.EvictionSoft)
-	}
-	s.WriteString("    flags:\n")
-	fmt.Fprintf(&s, "    - --node-labels=%q\n", b.labelFlag())
-	if len(b.taints) > 0 {
-		fmt.Fprintf(&s, "    - --register-with-taints=%q\n", b.taintFlag())
-	}
-	s.WriteString("--" + mimeBoundary + "--\n")
-	return s.String()
+	return out, nil
 }
 
-func writeMap(s *strings.Builder, name string, m map[string]string) {
-	if len(m) == 0 {
-		return
+// bootstrapFor collects what the claim's node registers with: the cluster's coordinates, the
+// NodePool's template labels and taints (the karpenter.sh/unregistered taint first: Joist lifts it
+// when it releases the node) and the NodeClass's kubelet settings and userData.
+func (p *CloudProvider) bootstrapFor(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, capacityType string) (bootstrap, error) {
+	info, err := p.cluster.Get(ctx)
+	if err != nil && nc.AMIFamily() != awsv1.AMIFamilyCustom {
+		return bootstrap{}, err
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprintf(s, "      %s:\n", name)
-	for _, k := range keys {
-		fmt.Fprintf(s, "        %s: %q\n", k, m[k])
-	}
+	return claimBootstrap(p.opts.ClusterName, info, nc, claim, capacityType), nil
 }
 
-func (b bootstrap) al2() string {
-	var s strings.Builder
-	s.WriteString("#!/bin/bash -xe\n")
-	if b.custom != "" {
-		s.WriteString(b.custom + "\n")
-	}
-	args, maxPods := "--node-labels="+b.labelFlag(), ""
-	if b.maxPods > 0 {
-		args += fmt.Sprintf(" --max-pods=%d", b.maxPods)
-		maxPods = " --use-max-pods false"
-	}
-	if len(b.taints) > 0 {
-		args += " --register-with-taints=" + b.taintFlag()
-	}
-	fmt.Fprintf(&s, "/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s' --b64-cluster-ca '%s'%s --kubelet-extra-args '%s'\n",
-		b.clusterName, b.endpoint, b.caBundle, maxPods, args)
-	return s.String()
-}
-
-func (b bootstrap) bottlerocket() string {
-	var s strings.Builder
-	if b.custom != "" {
-		s.WriteString(b.custom + "\n")
-	}
-	fmt.Fprintf(&s, "[settings.kubernetes]\ncluster-name = %q\napi-server = %q\ncluster-certificate = %q\n", b.clusterName, b.endpoint, b.caBundle)
-	if b.maxPods > 0 {
-		fmt.Fprintf(&s, "max-pods = %d\n", b.maxPods)
-	}
-	s.WriteString("[settings.kubernetes.node-labels]\n")
-	keys := make([]string, 0, len(b.labels))
-	for k := range b.labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&s, "%q = %q\n", k, b.labels[k])
-	}
-	if len(b.taints) > 0 {
-		s.WriteString("[settings.kubernetes.node-taints]\n")
-		for _, t := range b.taints {
-			fmt.Fprintf(&s, "%q = [%q]\n", t.Key, t.Value+":"+string(t.Effect))
-		}
-	}
-	return s.String()
-}
-
-// bootstrapFor collects what the claim's node registers with: the NodePool's template labels and
-// taints (the karpenter.sh/unregistered taint first: Joist lifts it when it releases the node).
-func (p *CloudProvider) bootstrapFor(nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, capacityType string) bootstrap {
+// claimBootstrap is the bootstrap of the claim's node (launch and `joist aws render` alike).
+func claimBootstrap(clusterName string, info ClusterInfo, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, capacityType string) bootstrap {
 	labels := map[string]string{v1.CapacityTypeLabelKey: capacityType, awsv1.LabelNodeClass: nc.Name}
 	if np := claim.Labels[v1.NodePoolLabelKey]; np != "" {
 		labels[v1.NodePoolLabelKey] = np
 	}
 	taints := []corev1.Taint{v1.UnregisteredNoExecuteTaint}
 	taints = append(append(taints, claim.Spec.Taints...), claim.Spec.StartupTaints...)
-	var maxPods int64
-	if nc.Spec.Kubelet != nil && nc.Spec.Kubelet.MaxPods != nil {
-		maxPods = int64(*nc.Spec.Kubelet.MaxPods)
-	}
-	custom := ""
+	return newBootstrap(clusterName, info, nc, labels, taints)
+}
+
+func newBootstrap(clusterName string, info ClusterInfo, nc *awsv1.EC2NodeClass, labels map[string]string, taints []corev1.Taint) bootstrap {
+	b := bootstrap{clusterName: clusterName, cluster: info, labels: labels, taints: taints, kubelet: nc.Spec.Kubelet}
 	if nc.Spec.UserData != nil {
-		custom = *nc.Spec.UserData
+		b.custom = *nc.Spec.UserData
 	}
-	return bootstrap{
-		clusterName: p.opts.ClusterName, endpoint: p.opts.ClusterEndpoint, caBundle: p.opts.ClusterCABundle, cidr: p.opts.ClusterCIDR,
-		labels: labels, taints: taints, maxPods: maxPods, kubelet: nc.Spec.Kubelet, custom: custom,
+	if nc.Spec.InstanceStorePolicy != nil {
+		b.instanceStorePolicy = *nc.Spec.InstanceStorePolicy
 	}
+	return b
+}
+
+// renderUserData is the base64 user data a node of the claim boots with.
+func (p *CloudProvider) renderUserData(ctx context.Context, nc *awsv1.EC2NodeClass, claim *v1.NodeClaim, capacityType string) (string, error) {
+	b, err := p.bootstrapFor(ctx, nc, claim, capacityType)
+	if err != nil {
+		return "", err
+	}
+	return b.userData(nc.AMIFamily())
 }

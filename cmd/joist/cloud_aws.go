@@ -8,12 +8,8 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"strings"
-	"sync"
 	"time"
 
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -30,6 +26,7 @@ import (
 type awsFlags struct {
 	region, endpoint, queue                              string
 	clusterName, clusterEndpoint, clusterCA, clusterCIDR string
+	kubernetesVersion                                    string
 	vmMemoryOverhead                                     float64
 	reservedENIs                                         int
 	disablePricing                                       bool
@@ -43,6 +40,7 @@ const (
 	clusterEndpointF, clusterEndpointE = "aws-cluster-endpoint", "CLUSTER_ENDPOINT"
 	clusterCAF, clusterCAE             = "aws-cluster-ca-bundle", "CLUSTER_CA_BUNDLE"
 	clusterCIDRF, clusterCIDRE         = "aws-cluster-cidr", "CLUSTER_CIDR"
+	k8sVersionF, k8sVersionE           = "aws-kubernetes-version", "KUBERNETES_VERSION"
 	vmOverheadF, vmOverheadE           = "aws-vm-memory-overhead-percent", "VM_MEMORY_OVERHEAD_PERCENT"
 	reservedENIsF, reservedENIsE       = "aws-reserved-enis", "RESERVED_ENIS"
 )
@@ -51,10 +49,11 @@ func (a *awsFlags) bind(fs *flag.FlagSet, env *envFlags) {
 	env.String(&a.region, "aws-region", "AWS_REGION", "", "AWS region of the cluster.")
 	fs.StringVar(&a.endpoint, "aws-endpoint", "", "Override every AWS API endpoint (testing; VPC endpoints are picked up by the SDK without it).")
 	env.String(&a.queue, "aws-interruption-queue", "INTERRUPTION_QUEUE", "", "SQS queue EventBridge sends spot interruption, rebalance, state-change and health events to; empty disables interruption handling.")
-	env.String(&a.clusterName, clusterNameF, clusterNameE, "", "EKS cluster name (required with aws): tags every resource and goes into the nodes' bootstrap.")
-	env.String(&a.clusterEndpoint, clusterEndpointF, clusterEndpointE, "", "EKS API server endpoint the nodes join (required with aws), e.g. https://ABCDEF.gr7.us-west-2.eks.amazonaws.com.")
-	env.String(&a.clusterCA, clusterCAF, clusterCAE, "", "Base64 cluster CA bundle for the nodes (default: the in-cluster service account's ca.crt).")
-	env.String(&a.clusterCIDR, clusterCIDRF, clusterCIDRE, "", "Service CIDR for AL2023 nodeadm (optional).")
+	env.String(&a.clusterName, clusterNameF, clusterNameE, "", "EKS cluster name (required with aws): tags every resource, goes into the nodes' bootstrap and is looked up with eks:DescribeCluster.")
+	env.String(&a.clusterEndpoint, clusterEndpointF, clusterEndpointE, "", "EKS API server endpoint the nodes join (default: eks:DescribeCluster's), e.g. https://ABCDEF.gr7.us-west-2.eks.amazonaws.com.")
+	env.String(&a.clusterCA, clusterCAF, clusterCAE, "", "Base64 cluster CA bundle for the nodes (default: eks:DescribeCluster's).")
+	env.String(&a.clusterCIDR, clusterCIDRF, clusterCIDRE, "", "Service CIDR, IPv4 or IPv6 (default: eks:DescribeCluster's); AL2023's nodeadm requires it.")
+	env.String(&a.kubernetesVersion, k8sVersionF, k8sVersionE, "", "Kubernetes minor version for alias AMIs, e.g. 1.33 (default: eks:DescribeCluster's).")
 	env.Float64(&a.vmMemoryOverhead, vmOverheadF, vmOverheadE, 0.075, "Fraction of instance memory the hypervisor keeps, in [0, 1).")
 	env.Int(&a.reservedENIs, reservedENIsF, reservedENIsE, 0, "ENIs left out of max pods (VPC CNI custom networking).")
 	env.Bool(&a.disablePricing, "aws-disable-pricing", "ISOLATED_VPC", false, "Do not call the Pricing API (it has no VPC endpoint); use the on-demand prices compiled into the binary.")
@@ -63,27 +62,19 @@ func (a *awsFlags) bind(fs *flag.FlagSet, env *envFlags) {
 // validate checks the aws settings; provider says what selected aws, so that an install that meant
 // to run kwok learns how.
 func (a *awsFlags) validate(env *envFlags, provider string) error {
-	var missing []string
 	if a.clusterName == "" {
-		missing = append(missing, "$"+clusterNameE+" (--"+clusterNameF+")")
-	}
-	if a.clusterEndpoint == "" {
-		missing = append(missing, "$"+clusterEndpointE+" (--"+clusterEndpointF+")")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("the aws cloud provider (selected by %s) needs the EKS cluster's name and API endpoint; missing %s. "+
+		return fmt.Errorf("the aws cloud provider (selected by %s) needs the EKS cluster's name: set $%s (--%s). "+
 			"Set the variables in the manager's environment (OLM: the Subscription's spec.config.env; kustomize: a patch on config/default's "+
-			"joist-controller-manager Deployment, see docs/aws.md) or pass the flags; the endpoint is "+
-			"`aws eks describe-cluster --name <cluster> --query cluster.endpoint`. For simulated nodes install config/kwok instead (%s=%s)",
-			provider, strings.Join(missing, " and "), cloudProviderE, providerKWOK)
+			"joist-controller-manager Deployment, see docs/aws.md) or pass the flags. For simulated nodes install config/kwok instead (%s=%s)",
+			provider, clusterNameE, clusterNameF, cloudProviderE, providerKWOK)
 	}
-	if u, err := url.Parse(a.clusterEndpoint); err != nil || u.Scheme != "https" || u.Host == "" {
+	if u, err := url.Parse(a.clusterEndpoint); a.clusterEndpoint != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
 		return fmt.Errorf("cluster endpoint from %s is not an https:// URL: set $%s or --%s to the API server URL, e.g. https://ABCDEF.gr7.us-west-2.eks.amazonaws.com",
 			env.source(clusterEndpointF), clusterEndpointE, clusterEndpointF)
 	}
 	if a.clusterCA != "" {
 		if _, err := base64.StdEncoding.DecodeString(a.clusterCA); err != nil {
-			return fmt.Errorf("cluster CA bundle from %s is not base64 (%w): set $%s or --%s to the base64 PEM bundle (`aws eks describe-cluster --query cluster.certificateAuthority.data`), or unset both to use the in-cluster CA",
+			return fmt.Errorf("cluster CA bundle from %s is not base64 (%w): set $%s or --%s to the base64 PEM bundle (`aws eks describe-cluster --query cluster.certificateAuthority.data`), or unset both to use eks:DescribeCluster's",
 				sourceName(env, clusterCAF), err, clusterCAE, clusterCAF)
 		}
 	}
@@ -115,14 +106,6 @@ func sourceName(env *envFlags, name string) string {
 const serviceAccountCA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 
 func (a *awsFlags) build(kube client.Client, unavailable *cloudprovider.UnavailableOfferings) (cloudprovider.CloudProvider, error) {
-	ca := a.clusterCA
-	if ca == "" {
-		data, err := os.ReadFile(serviceAccountCA)
-		if err != nil {
-			return nil, fmt.Errorf("no cluster CA bundle ($%s or --%s) and no in-cluster CA to default it from: %w", clusterCAE, clusterCAF, err)
-		}
-		ca = base64.StdEncoding.EncodeToString(data)
-	}
 	if err := awsv1.AddToScheme(kube.Scheme()); err != nil {
 		return nil, fmt.Errorf("registering karpenter.k8s.aws/v1: %w", err)
 	}
@@ -132,10 +115,24 @@ func (a *awsFlags) build(kube client.Client, unavailable *cloudprovider.Unavaila
 	if err != nil {
 		return nil, err
 	}
+	ca := a.clusterCA
+	if ca == "" {
+		// As Karpenter: the CA the manager's own client trusts (in a pod, the service account's)
+		// is the one nodes bootstrap with and the one the EC2NodeClass hash covers; outside a
+		// cluster, eks:DescribeCluster's answer is used for user data.
+		if data, err := os.ReadFile(serviceAccountCA); err == nil {
+			ca = base64.StdEncoding.EncodeToString(data)
+		}
+	}
 	p := awsprovider.New(kube, clients, unavailable, clock.RealClock{}, awsprovider.Options{
 		ClusterName: a.clusterName, ClusterEndpoint: a.clusterEndpoint, ClusterCABundle: ca, ClusterCIDR: a.clusterCIDR,
-		VMMemoryOverheadPercent: a.vmMemoryOverhead, ReservedENIs: a.reservedENIs,
+		KubernetesVersion: a.kubernetesVersion, VMMemoryOverheadPercent: a.vmMemoryOverhead, ReservedENIs: a.reservedENIs,
 	})
+	// Start-up check: the cluster's coordinates come from eks:DescribeCluster (or the overrides);
+	// a denied call is reported here, naming the permission, instead of at the first launch.
+	if _, err := p.Cluster().Get(ctx); err != nil {
+		return nil, err
+	}
 	return &awsCloud{CloudProvider: p, queue: a.queue, caBundle: ca}, nil
 }
 
@@ -153,7 +150,7 @@ type awsCloud struct {
 func (a *awsCloud) RegisterControllers(_ context.Context, mgr manager.Manager) error {
 	clients := a.Clients()
 	a.UseEventRecorder(mgr.GetEventRecorder("joist"))
-	opts := ec2nodeclass.Options{KubernetesVersion: kubernetesVersion(mgr.GetConfig()), ClusterName: a.ClusterName(), Region: clients.Region, ClusterCABundle: a.caBundle}
+	opts := ec2nodeclass.Options{KubernetesVersion: a.Cluster().KubernetesVersion, ClusterName: a.ClusterName(), Region: clients.Region, ClusterCABundle: a.caBundle}
 	if err := ec2nodeclass.New(mgr.GetClient(), clients.EC2, clients.SSM, clients.IAM, opts).Register(mgr); err != nil {
 		return fmt.Errorf("registering ec2nodeclass controller: %w", err)
 	}
@@ -167,26 +164,4 @@ func (a *awsCloud) RegisterControllers(_ context.Context, mgr manager.Manager) e
 		}
 	}
 	return mgr.Add(manager.RunnableFunc(a.Prices().Refresher(12*time.Hour, 15*time.Minute)))
-}
-
-// kubernetesVersion asks the API server once for its minor version ("1.33").
-func kubernetesVersion(cfg *rest.Config) func(context.Context) (string, error) {
-	var once sync.Once
-	var version string
-	var err error
-	return func(context.Context) (string, error) {
-		once.Do(func() {
-			var dc *discovery.DiscoveryClient
-			if dc, err = discovery.NewDiscoveryClientForConfig(cfg); err != nil {
-				return
-			}
-			info, e := dc.ServerVersion()
-			if e != nil {
-				err = e
-				return
-			}
-			version = info.Major + "." + strings.TrimSuffix(info.Minor, "+")
-		})
-		return version, err
-	}
 }

@@ -7,7 +7,7 @@ import (
 
 // cloudEnv are the variables the cloud flags read; each test starts with all of them empty (unset).
 var cloudEnv = []string{"CLOUD_PROVIDER", "AWS_REGION", "INTERRUPTION_QUEUE", "CLUSTER_NAME", "CLUSTER_ENDPOINT",
-	"CLUSTER_CA_BUNDLE", "CLUSTER_CIDR", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "ISOLATED_VPC"}
+	"CLUSTER_CA_BUNDLE", "CLUSTER_CIDR", "KUBERNETES_VERSION", "VM_MEMORY_OVERHEAD_PERCENT", "RESERVED_ENIS", "ISOLATED_VPC"}
 
 func setEnv(t *testing.T, env map[string]string) {
 	t.Helper()
@@ -106,10 +106,10 @@ func TestCloudSettingErrors(t *testing.T) {
 		{name: "unsupported provider from flag", env: map[string]string{"CLOUD_PROVIDER": "aws"}, args: []string{"--cloud-provider=azure"},
 			want: []string{`"azure"`, "from --cloud-provider=azure", "$CLOUD_PROVIDER", "aws or kwok"}},
 		{name: "aws from env without cluster", env: map[string]string{"CLOUD_PROVIDER": "aws"},
-			want: []string{"selected by $CLOUD_PROVIDER=aws", "$CLUSTER_NAME (--aws-cluster-name) and $CLUSTER_ENDPOINT (--aws-cluster-endpoint)",
+			want: []string{"selected by $CLOUD_PROVIDER=aws", "$CLUSTER_NAME (--aws-cluster-name)",
 				"spec.config.env", "config/default", "config/kwok"}},
-		{name: "aws from flag without endpoint", env: map[string]string{"CLUSTER_NAME": "prod"}, args: []string{"--cloud-provider=aws"},
-			want: []string{"selected by --cloud-provider=aws", "missing $CLUSTER_ENDPOINT (--aws-cluster-endpoint)."}},
+		{name: "aws from flag without cluster name", args: []string{"--cloud-provider=aws"},
+			want: []string{"selected by --cloud-provider=aws", "$CLUSTER_NAME (--aws-cluster-name)"}},
 		{name: "endpoint without scheme", env: aws(map[string]string{"CLUSTER_ENDPOINT": "ABCDEF.gr7.us-west-2.eks.amazonaws.com"}),
 			want: []string{"$CLUSTER_ENDPOINT=ABCDEF", "https://", "--aws-cluster-endpoint"}},
 		{name: "endpoint flag over a good env", env: aws(nil), args: []string{"--aws-cluster-endpoint=http://10.0.0.1"},

@@ -38,6 +38,8 @@ func runSubcommand(name string, args []string) (code int, ok bool) {
 		return simulate.Main(args, os.Stdout, os.Stderr), true
 	case "policy":
 		return runPolicy(args, os.Stdout, os.Stderr), true
+	case "aws":
+		return awsMain(args, os.Stdout, os.Stderr), true
 	case "version":
 		fmt.Println(version)
 		return 0, true

@@ -5,48 +5,37 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joist-dev/joist/api/aws/v1"
-	v1 "github.com/joist-dev/joist/api/v1"
 	awsprovider "github.com/joist-dev/joist/cloudprovider/aws"
 )
 
+// candidate is an image with the variants it serves (none: an image chosen by id, name or tags,
+// which serves every type of its architecture).
+type candidate struct {
+	image    ec2types.Image
+	variants []string
+}
+
 // amis resolves amiSelectorTerms: aliases and ssmParameter terms through SSM, the others through
-// DescribeImages. The newest image of each architecture is kept (deprecated ones only when
-// nothing else serves the architecture).
+// DescribeImages (deprecated images included, as Karpenter does). For each architecture × variant
+// the newest image is kept, preferring images whose deprecation time has not passed. An alias
+// yields the standard, NVIDIA and Neuron images AWS publishes, each with the instance-type
+// requirements Karpenter gives it.
 func (c *Controller) amis(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
-	images, err := c.images(ctx, nc)
+	cands, err := c.images(ctx, nc)
 	if err != nil {
 		nc.SetCondition(awsv1.ConditionTypeAMIsReady, metav1.ConditionFalse, "AMIDiscoveryFailed", err.Error())
 		return false
 	}
-	sort.SliceStable(images, func(i, j int) bool {
-		a, b := images[i], images[j]
-		if deprecated(a) != deprecated(b) {
-			return !deprecated(a)
-		}
-		return aws.ToString(a.CreationDate) > aws.ToString(b.CreationDate)
-	})
-	seen := map[string]bool{}
-	nc.Status.AMIs = nil
-	for _, img := range images {
-		arch := map[ec2types.ArchitectureValues]string{ec2types.ArchitectureValuesX8664: "amd64", ec2types.ArchitectureValuesArm64: "arm64"}[img.Architecture]
-		if arch == "" || seen[arch] {
-			continue
-		}
-		seen[arch] = true
-		nc.Status.AMIs = append(nc.Status.AMIs, awsv1.AMI{
-			ID: aws.ToString(img.ImageId), Name: aws.ToString(img.Name), Deprecated: deprecated(img),
-			Requirements: []corev1.NodeSelectorRequirement{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}},
-		})
-	}
+	nc.Status.AMIs = selectAMIs(cands, c.now())
 	if len(nc.Status.AMIs) == 0 {
 		nc.SetCondition(awsv1.ConditionTypeAMIsReady, metav1.ConditionFalse, "AMINotFound",
 			"no amd64 or arm64 image matches spec.amiSelectorTerms: check the alias, ids, names, owners or tags")
@@ -56,11 +45,87 @@ func (c *Controller) amis(ctx context.Context, nc *awsv1.EC2NodeClass) bool {
 	return true
 }
 
-func deprecated(img ec2types.Image) bool { return aws.ToString(img.DeprecationTime) != "" }
+func (c *Controller) now() time.Time {
+	if c.opts.Now != nil {
+		return c.opts.Now()
+	}
+	return time.Now()
+}
 
-func (c *Controller) images(ctx context.Context, nc *awsv1.EC2NodeClass) ([]ec2types.Image, error) {
+// selectAMIs keeps the best image per architecture × variant: not deprecated at now first, then
+// the newest, then the greater name; the result is in that order too.
+func selectAMIs(cands []candidate, now time.Time) []awsv1.AMI {
+	type keyed struct {
+		ami      awsv1.AMI
+		created  string
+		deprecat bool
+	}
+	best := map[string]keyed{}
+	var order []string
+	for _, cand := range cands {
+		img := cand.image
+		arch := map[ec2types.ArchitectureValues]string{ec2types.ArchitectureValuesX8664: "amd64", ec2types.ArchitectureValuesArm64: "arm64"}[img.Architecture]
+		if arch == "" {
+			continue
+		}
+		variants := cand.variants
+		if len(variants) == 0 {
+			variants = []string{""}
+		}
+		for _, variant := range variants {
+			k := keyed{created: aws.ToString(img.CreationDate), deprecat: Deprecated(img, now), ami: awsv1.AMI{
+				ID: aws.ToString(img.ImageId), Name: aws.ToString(img.Name), Requirements: awsprovider.AMIRequirements(arch, variant),
+			}}
+			k.ami.Deprecated = k.deprecat
+			key := arch + "/" + variant
+			old, seen := best[key]
+			if !seen {
+				order = append(order, key)
+			}
+			if !seen || better(k.deprecat, k.created, k.ami.Name, old.deprecat, old.created, old.ami.Name) {
+				best[key] = k
+			}
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := best[order[i]], best[order[j]]
+		return better(a.deprecat, a.created, a.ami.Name, b.deprecat, b.created, b.ami.Name)
+	})
+	out := make([]awsv1.AMI, 0, len(order))
+	for _, k := range order {
+		out = append(out, best[k].ami)
+	}
+	return out
+}
+
+func better(depA bool, createdA, nameA string, depB bool, createdB, nameB string) bool {
+	if depA != depB {
+		return !depA
+	}
+	if createdA != createdB {
+		return createdA > createdB
+	}
+	return nameA > nameB
+}
+
+// Deprecated reports whether img's deprecation time has passed at now (EC2 reports the time an
+// image will be deprecated well before it is).
+func Deprecated(img ec2types.Image, now time.Time) bool {
+	s := aws.ToString(img.DeprecationTime)
+	if s == "" {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return true // unreadable: treat as deprecated, newer images win
+	}
+	return !t.After(now)
+}
+
+func (c *Controller) images(ctx context.Context, nc *awsv1.EC2NodeClass) ([]candidate, error) {
 	var ids []string
-	var out []ec2types.Image
+	variantsOf := map[string][]string{}
+	var out []candidate
 	for _, term := range nc.Spec.AMISelectorTerms {
 		switch {
 		case term.Alias != "":
@@ -68,7 +133,10 @@ func (c *Controller) images(ctx context.Context, nc *awsv1.EC2NodeClass) ([]ec2t
 			if err != nil {
 				return nil, err
 			}
-			ids = append(ids, found...)
+			for id, variants := range found {
+				ids = append(ids, id)
+				variantsOf[id] = append(variantsOf[id], variants...)
+			}
 		case term.SSMParameter != "":
 			id, err := c.parameter(ctx, term.SSMParameter)
 			if err != nil {
@@ -79,32 +147,24 @@ func (c *Controller) images(ctx context.Context, nc *awsv1.EC2NodeClass) ([]ec2t
 			}
 			ids = append(ids, id)
 		default:
-			in := &ec2.DescribeImagesInput{Filters: tagFilters(term.Tags)}
-			if term.ID != "" {
-				in.ImageIds = []string{term.ID}
-			}
-			if term.Name != "" {
-				in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("name"), Values: []string{term.Name}})
-			}
-			switch {
-			case term.Owner != "":
-				in.Owners = []string{term.Owner}
-			case term.ID == "" && term.Name != "":
-				in.Owners = []string{"self", "amazon"} // a bare name must not pick up anybody's image
-			}
-			imgs, err := c.describeImages(ctx, in)
+			imgs, err := c.describeImages(ctx, awsprovider.DescribeImagesInput(term))
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, imgs...)
+			for _, img := range imgs {
+				out = append(out, candidate{image: img})
+			}
 		}
 	}
 	if len(ids) > 0 {
-		imgs, err := c.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: ids})
+		sort.Strings(ids)
+		imgs, err := c.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: ids, IncludeDeprecated: aws.Bool(true)})
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, imgs...)
+		for _, img := range imgs {
+			out = append(out, candidate{image: img, variants: variantsOf[aws.ToString(img.ImageId)]})
+		}
 	}
 	return out, nil
 }
@@ -122,10 +182,10 @@ func (c *Controller) describeImages(ctx context.Context, in *ec2.DescribeImagesI
 	return out, nil
 }
 
-// aliasImageIDs reads the EKS-optimized AMI ids an alias names from their public SSM parameters,
-// one per architecture; an architecture the family does not publish is skipped.
-func (c *Controller) aliasImageIDs(ctx context.Context, alias string) ([]string, error) {
-	family, version, _ := strings.Cut(alias, "@")
+// aliasImageIDs reads the EKS-optimized AMI ids an alias names from their public SSM parameters
+// (standard, NVIDIA and Neuron variants of each architecture); a parameter AWS does not publish
+// is skipped. It returns each image id with the variants it serves.
+func (c *Controller) aliasImageIDs(ctx context.Context, alias string) (map[string][]string, error) {
 	k8s := ""
 	if c.opts.KubernetesVersion != nil {
 		var err error
@@ -133,44 +193,24 @@ func (c *Controller) aliasImageIDs(ctx context.Context, alias string) ([]string,
 			return nil, fmt.Errorf("reading the cluster's Kubernetes version for alias %s: %w", alias, err)
 		}
 	}
-	var params []string
-	switch strings.ToLower(family) {
-	case "al2023":
-		for _, arch := range []string{"x86_64", "arm64"} {
-			if version == "latest" {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", k8s, arch))
-			} else {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k8s, arch, arch, k8s, version))
-			}
-		}
-	case "al2":
-		for _, suffix := range []string{"", "-arm64"} {
-			if version == "latest" {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", k8s, suffix))
-			} else {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/amazon-eks-node-%s-%s/image_id", k8s, suffix, k8s, version))
-			}
-		}
-	case "bottlerocket":
-		v := strings.TrimPrefix(version, "v")
-		for _, arch := range []string{"x86_64", "arm64"} {
-			params = append(params, fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/%s/%s/image_id", k8s, arch, v))
-		}
-	default:
-		return nil, fmt.Errorf("alias %s: family %s is not supported by Joist yet (al2023, al2, bottlerocket)", alias, family)
+	params, err := awsprovider.AliasParameters(alias, k8s)
+	if err != nil {
+		return nil, err
 	}
-	var ids []string
-	for _, name := range params {
-		id, err := c.parameter(ctx, name)
+	ids := map[string][]string{}
+	var names []string
+	for _, p := range params {
+		names = append(names, p.Name)
+		id, err := c.parameter(ctx, p.Name)
 		if err != nil {
 			return nil, err
 		}
 		if id != "" {
-			ids = append(ids, id)
+			ids[id] = append(ids[id], p.Variants...)
 		}
 	}
 	if len(ids) == 0 {
-		return nil, fmt.Errorf("alias %s: no image published for Kubernetes %s (SSM parameters %s not found)", alias, k8s, strings.Join(params, ", "))
+		return nil, fmt.Errorf("alias %s: no image published for Kubernetes %s (SSM parameters %s not found)", alias, k8s, strings.Join(names, ", "))
 	}
 	return ids, nil
 }

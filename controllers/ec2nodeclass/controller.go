@@ -32,6 +32,8 @@ type Options struct {
 	RetryPeriod time.Duration
 	// KubernetesVersion returns the cluster's minor version ("1.33"), for alias AMIs.
 	KubernetesVersion func(context.Context) (string, error)
+	// Now is the time AMI deprecation times are compared with (default time.Now).
+	Now func() time.Time
 	// ClusterName and Region name and tag the instance profiles managed for spec.role.
 	ClusterName, Region string
 	// ClusterCABundle (base64) is part of the NodeClass hash stamped on it (see stampHash).

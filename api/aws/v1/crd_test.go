@@ -113,6 +113,11 @@ func TestEC2NodeClassCRD(t *testing.T) {
 		{"cluster tag", `{"spec":{"tags":{"kubernetes.io/cluster/prod":"owned"}}}`, "restricted tag matching kubernetes.io/cluster/"},
 		{"two root volumes", `{"spec":{"blockDeviceMappings":[{"rootVolume":true,"ebs":{"volumeSize":"20Gi"}},{"rootVolume":true,"ebs":{"volumeSize":"30Gi"}}]}}`, "must have only one blockDeviceMappings with rootVolume"},
 		{"bad kubeReserved key", `{"spec":{"kubelet":{"kubeReserved":{"gpu":"1"}}}}`, "valid keys for kubeReserved"},
+		{"evictionSoft without grace periods", `{"spec":{"kubelet":{"evictionSoft":{"memory.available":"500Mi"}}}}`, "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"},
+		{"evictionSoft without its signal's grace period", `{"spec":{"kubelet":{"evictionSoft":{"memory.available":"500Mi"},"evictionSoftGracePeriod":{"nodefs.available":"1m"}}}}`, "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod"},
+		{"podsPerCore on a Bottlerocket alias", `{"spec":{"amiSelectorTerms":[{"alias":"bottlerocket@latest"}],"kubelet":{"podsPerCore":10}}}`, "kubelet.podsPerCore is not supported by Bottlerocket"},
+		{"podsPerCore with amiFamily Bottlerocket", `{"spec":{"amiFamily":"Bottlerocket","amiSelectorTerms":[{"id":"ami-123"}],"kubelet":{"podsPerCore":10}}}`, "kubelet.podsPerCore is not supported by Bottlerocket"},
+		{"two DNS addresses with AL2", `{"spec":{"amiSelectorTerms":[{"alias":"al2@latest"}],"kubelet":{"clusterDNS":["10.0.0.10","10.0.0.11"]}}}`, "kubelet.clusterDNS takes one address with AL2"},
 		{"image GC thresholds", `{"spec":{"kubelet":{"imageGCHighThresholdPercent":50,"imageGCLowThresholdPercent":60}}}`, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"},
 	} {
 		t.Run("rejects "+tc.name, func(t *testing.T) {

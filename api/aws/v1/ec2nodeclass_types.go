@@ -147,7 +147,7 @@ type AMISelectorTerm struct {
 
 // KubeletConfiguration is the part of the kubelet configuration Joist sets and plans with.
 // +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"
-// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"
+// +kubebuilder:validation:XValidation:message="evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod))):true"
 // +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"
 type KubeletConfiguration struct {
 	// ClusterDNS is the list of DNS server IPs for pods.
@@ -292,6 +292,8 @@ type EC2NodeClass struct {
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2022' or 'Custom' when using a Windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
 	// +kubebuilder:validation:XValidation:message="if set, amiFamily must be 'Windows2025' or 'Custom' when using a Windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
 	// +kubebuilder:validation:XValidation:message="must specify amiFamily if amiSelectorTerms does not contain an alias",rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"
+	// +kubebuilder:validation:XValidation:message="kubelet.podsPerCore is not supported by Bottlerocket (it has no pods-per-core setting): use kubelet.maxPods",rule="!(has(self.kubelet) && has(self.kubelet.podsPerCore) && (has(self.amiFamily) ? self.amiFamily == 'Bottlerocket' : self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'bottlerocket')))"
+	// +kubebuilder:validation:XValidation:message="kubelet.clusterDNS takes one address with AL2 (bootstrap.sh --dns-cluster-ip): use AL2023 or Bottlerocket for more",rule="!(has(self.kubelet) && has(self.kubelet.clusterDNS) && self.kubelet.clusterDNS.size() > 1 && (has(self.amiFamily) ? self.amiFamily == 'AL2' : self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2')))"
 	Spec   EC2NodeClassSpec   `json:"spec,omitempty"`
 	Status EC2NodeClassStatus `json:"status,omitempty"`
 }

@@ -21,6 +21,12 @@ func (s *Server) Clients(ctx context.Context) (*awsprovider.Clients, error) {
 // KubernetesVersion is the version the standard fixture publishes alias AMIs for.
 const KubernetesVersion = "1.37"
 
+// The standard fixture's EKS cluster (eks:DescribeCluster).
+const (
+	ClusterEndpoint = "https://ABC.gr7.us-west-2.eks.amazonaws.com"
+	ClusterCA       = "Q0E="
+)
+
 // Standard AMI ids of the fixture.
 const (
 	AL2023AMD64 = "ami-0a1023amd64"
@@ -55,5 +61,6 @@ func NewStandard(cluster string) *Server {
 		}
 	}
 	s.CreateQueue("joist-interruption")
+	s.SetCluster(Cluster{Name: cluster, Endpoint: ClusterEndpoint, CAData: ClusterCA, Version: KubernetesVersion, ServiceIPv4CIDR: "10.100.0.0/16"})
 	return s
 }

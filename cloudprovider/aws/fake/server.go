@@ -163,6 +163,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if isEKSRequest(r) { // eks.go
+		s.serveEKS(w, r)
+		return
+	}
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		service, action, _ := strings.Cut(target, ".")
 		var in map[string]any
