@@ -141,6 +141,7 @@ func (s *solver) repackPool(p *pool, topUp, useLP bool, memo *passMemo) {
 		}
 		var pods []*corev1.Pod
 		var cls []*class
+		var seed map[*class]int // the node's movable pods per class, a starting pattern
 		used := n.used.clone()
 		for i, c := range n.cls {
 			k := kind[c]
@@ -163,6 +164,13 @@ func (s *solver) repackPool(p *pool, topUp, useLP bool, memo *passMemo) {
 			}
 			it.pods = append(it.pods, n.pods[i])
 			used.sub(c.req)
+			if seed == nil {
+				seed = map[*class]int{}
+			}
+			seed[c]++
+		}
+		if seed != nil && n.cheap >= 0 && len(n.pods) > 0 {
+			memo.seeds = append(memo.seeds, seedPattern{t: n.cheap, zone: n.zone, counts: seed})
 		}
 		if len(pods) == len(n.pods) {
 			continue
@@ -170,6 +178,7 @@ func (s *solver) repackPool(p *pool, topUp, useLP bool, memo *passMemo) {
 		n.pods, n.cls, n.used = pods, cls, used
 		s.reshape(n)
 	}
+	defer func() { memo.seeds = memo.seeds[:0] }()
 	if len(order) == 0 {
 		return
 	}

@@ -114,6 +114,7 @@ type passMemo struct {
 	// assignment LP; patternWork is the work its passes did, patternOut whether one ran out of
 	// its budget.
 	patterns    bool
+	seeds       []seedPattern // the plan's node contents repackPool took apart
 	patternWork float64
 	patternOut  bool
 }

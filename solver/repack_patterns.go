@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // Pattern packing: the LP relaxation of the whole-node covering problem, solved by column
@@ -27,7 +29,11 @@ import (
 // patternBudget bounds a pattern pack's work (simplex pivots × rows, plus pricing steps). Past it,
 // column generation stops and the dive takes floors without re-solving; the remainder goes to
 // the greedy packing. Solve reports how much work each pass did and whether it ran out.
-const patternBudget = 3e8
+const patternBudget = 1e8
+
+// diveRounds: pricing rounds per re-solve of the residual during the dive (the first solve
+// generates until no pattern prices out).
+const diveRounds = 2
 
 type patKind struct {
 	t      int
@@ -54,6 +60,52 @@ type patternLP struct {
 	work    float64
 	rows    []int
 	exhaust bool
+	// basis is the last solve's optimal basis, for the residual need basisNeed: the next solve
+	// for the same need (only columns added) starts from it.
+	basis     []int
+	basisNeed []int
+}
+
+// warmStart returns B⁻¹ and B⁻¹b for the last solve's basis when the need is unchanged (so its
+// columns keep their places) and the basis is still invertible and feasible; nil otherwise.
+func (lp *patternLP) warmStart(b []float64, cols []sparseCol) (binv, xb []float64) {
+	m := len(b)
+	if len(lp.basis) != m || len(lp.basisNeed) != len(lp.need) {
+		return nil, nil
+	}
+	for i, n := range lp.need {
+		if lp.basisNeed[i] != n {
+			return nil, nil
+		}
+	}
+	B := mat.NewDense(m, m, nil)
+	for k, j := range lp.basis {
+		if j >= len(cols) {
+			return nil, nil
+		}
+		for t, r := range cols[j].rows {
+			B.Set(int(r), k, cols[j].vals[t])
+		}
+	}
+	var inv mat.Dense
+	if err := inv.Inverse(B); err != nil {
+		return nil, nil
+	}
+	binv = make([]float64, m*m)
+	xb = make([]float64, m)
+	for i := 0; i < m; i++ {
+		for r := 0; r < m; r++ {
+			v := inv.At(i, r)
+			binv[i*m+r] = v
+			xb[i] += v * b[r]
+		}
+		if xb[i] < -1e-7 {
+			return nil, nil
+		}
+		xb[i] = math.Max(xb[i], 0)
+	}
+	lp.work += float64(m * m * m)
+	return binv, xb
 }
 
 // patternPack opens nodes for repack's items following the rounded pattern LP.
@@ -72,6 +124,7 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 		return
 	}
 	lp.seedColumns()
+	lp.seedPlan(memo.seeds)
 	chosen := lp.dive()
 	memo.patternWork += lp.work
 	memo.patternOut = memo.patternOut || lp.exhaust
@@ -235,13 +288,80 @@ func (lp *patternLP) seedColumns() {
 	}
 }
 
-// solve solves the LP over the current patterns for the residual need; it returns the duals per
-// item and x per pattern. Counts above the residual need are clipped.
+// seedPattern is a node of the plan before repack: its type and movable pods per class.
+type seedPattern struct {
+	t, zone int
+	counts  map[*class]int
+}
+
+// seedPlan adds the plan's own node contents as patterns, so the LP starts no worse than the
+// plan it is asked to improve.
+func (lp *patternLP) seedPlan(seeds []seedPattern) {
+	for _, sp := range seeds {
+		counts := map[int]int{}
+		ok := true
+		for c, n := range sp.counts {
+			gi := -1
+			for i, it := range lp.items {
+				if it.c == c && (it.zone < 0 || it.zone == sp.zone) {
+					gi = i
+					break
+				}
+			}
+			if gi < 0 {
+				ok = false
+				break
+			}
+			counts[gi] = min(n, lp.need[gi])
+		}
+		if !ok {
+			continue
+		}
+		best := -1
+		for ki, k := range lp.kinds {
+			if k.t != sp.t || (best >= 0 && k.price >= lp.kinds[best].price) {
+				continue
+			}
+			all := true
+			for gi := range counts {
+				all = all && containsInt(k.ok, gi)
+			}
+			if all {
+				best = ki
+			}
+		}
+		if best >= 0 {
+			lp.add(best, counts)
+		}
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// solve solves the LP over the current patterns for the residual need (rows only for items
+// with pods left; counts above the residual need clipped); it returns the duals per item and x
+// per pattern.
 func (lp *patternLP) solve() (pi, x []float64) {
-	m := len(lp.items)
-	b := make([]float64, m)
+	rowOf := make([]int32, len(lp.items))
+	var b []float64
 	for gi, n := range lp.need {
-		b[gi] = float64(n)
+		rowOf[gi] = -1
+		if n > 0 {
+			rowOf[gi] = int32(len(b))
+			b = append(b, float64(n))
+		}
+	}
+	m := len(b)
+	pi, x = make([]float64, len(lp.items)), make([]float64, len(lp.pats))
+	if m == 0 {
+		return pi, x
 	}
 	maxPrice := 0.0
 	for _, k := range lp.kinds {
@@ -249,29 +369,48 @@ func (lp *patternLP) solve() (pi, x []float64) {
 	}
 	cols := make([]sparseCol, 0, 2*m+len(lp.pats))
 	basis := make([]int, m)
-	for gi := range lp.items {
-		basis[gi] = len(cols)
-		cols = append(cols, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(gi)}, vals: []float64{1}})
-		cols = append(cols, sparseCol{rows: []int32{int32(gi)}, vals: []float64{-1}})
+	for r := 0; r < m; r++ {
+		basis[r] = len(cols)
+		cols = append(cols, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(r)}, vals: []float64{1}})
+		cols = append(cols, sparseCol{rows: []int32{int32(r)}, vals: []float64{-1}})
 	}
-	first := len(cols)
-	for _, pt := range lp.pats {
+	var colPat []int
+	for j, pt := range lp.pats {
 		c := sparseCol{cost: pt.price}
 		for _, gi := range sortedKeys(pt.counts) {
 			if v := min(pt.counts[gi], lp.need[gi]); v > 0 {
-				c.rows = append(c.rows, int32(gi))
+				c.rows = append(c.rows, rowOf[gi])
 				c.vals = append(c.vals, float64(v))
 			}
 		}
-		if len(c.rows) == 0 {
-			c.cost = math.Inf(1) // never enters
+		if len(c.rows) > 0 {
+			cols = append(cols, c)
+			colPat = append(colPat, j)
 		}
-		cols = append(cols, c)
 	}
 	maxIter := 20*m + 200
-	pi, xs, _ := revisedSimplex(m, b, cols, basis, maxIter)
-	lp.work += float64(maxIter/4+m) * float64(m*m) / 4
-	return pi, xs[first:]
+	var rpi, xs []float64
+	binv, xb := lp.warmStart(b, cols)
+	if binv != nil {
+		basis = lp.basis
+	} else {
+		binv, xb = make([]float64, m*m), append([]float64(nil), b...)
+		for i := 0; i < m; i++ {
+			binv[i*m+i] = 1
+		}
+	}
+	rpi, xs, _, iters := revisedSimplexFrom(m, b, cols, basis, binv, xb, maxIter)
+	lp.work += float64(iters) * float64(m*m+len(cols))
+	lp.basis, lp.basisNeed = basis, append(lp.basisNeed[:0], lp.need...)
+	for gi, r := range rowOf {
+		if r >= 0 {
+			pi[gi] = rpi[r]
+		}
+	}
+	for k, j := range colPat {
+		x[j] = xs[2*m+k]
+	}
+	return pi, x
 }
 
 // price runs the pricing problem of every kind at duals pi and adds the patterns whose reduced
@@ -280,9 +419,11 @@ func (lp *patternLP) price(pi []float64) bool {
 	added := false
 	for ki := range lp.kinds {
 		k := &lp.kinds[ki]
-		counts, worth := lp.knapsack(k, pi)
-		if worth > k.price*(1+1e-6) && lp.add(ki, counts) {
-			added = true
+		fills, worths := lp.knapsack(k, pi)
+		for i, counts := range fills {
+			if worths[i] > k.price*(1+1e-6) && lp.add(ki, counts) {
+				added = true
+			}
 		}
 	}
 	return added
@@ -291,7 +432,7 @@ func (lp *patternLP) price(pi []float64) bool {
 // knapsack fills one node of kind k with the items of most dual worth: greedy fills in several
 // orders (by worth per share of the node on the sum of resources, on the largest, on each
 // resource alone), the best kept.
-func (lp *patternLP) knapsack(k *patKind, pi []float64) (map[int]int, float64) {
+func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, worths []float64) {
 	t := lp.p.types[k.t]
 	var cands []int
 	for _, gi := range k.ok {
@@ -300,7 +441,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (map[int]int, float64) {
 		}
 	}
 	if len(cands) == 0 {
-		return nil, 0
+		return nil, nil
 	}
 	share := func(gi, r int) float64 {
 		if t.alloc[r] <= 0 {
@@ -309,8 +450,6 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (map[int]int, float64) {
 		return float64(lp.items[gi].c.req[r]) / float64(t.alloc[r])
 	}
 	nOrders := 2 + len(lp.rows)
-	var best map[int]int
-	bestWorth := 0.0
 	key := make([]float64, len(lp.items))
 	ord := make([]int, len(cands))
 	used := lp.s.d.zero()
@@ -348,23 +487,65 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (map[int]int, float64) {
 			counts[gi] = n
 			worth += float64(n) * pi[gi]
 		}
-		lp.work += float64(len(cands) * 8)
-		if worth > bestWorth {
-			best, bestWorth = counts, worth
-		}
+		lp.work += float64(len(cands) * 100) // sort, fill and the pattern map: ~100 steps per candidate
+		fills, worths = append(fills, counts), append(worths, worth)
 	}
-	return best, bestWorth
+	// Pod by pod (a few at a time on large nodes), the item of most worth per share of the room
+	// left (summed, or on the tightest resource): the room shrinks as it fills, so the fill turns
+	// to the items that use what is left, which the fixed orders above cannot.
+	for o := 0; o < 2; o++ {
+		for r := range used {
+			used[r] = 0
+		}
+		counts := map[int]int{}
+		worth := 0.0
+		for {
+			bi, bk := -1, 0.0
+			for _, gi := range cands {
+				if counts[gi] >= lp.need[gi] || !fitsIn(used, lp.items[gi].c.req, t.alloc) {
+					continue
+				}
+				size := 0.0
+				for _, r := range lp.rows {
+					rem := t.alloc[r] - used[r]
+					q := float64(lp.items[gi].c.req[r]) / float64(max(rem, 1))
+					if o == 0 {
+						size += q
+					} else {
+						size = math.Max(size, q)
+					}
+				}
+				if k := pi[gi] / math.Max(size, 1e-9); bi < 0 || k > bk {
+					bi, bk = gi, k
+				}
+			}
+			lp.work += float64(len(cands) * (20 + 10*len(lp.rows)))
+			if bi < 0 {
+				break
+			}
+			n := fitCount(used, lp.items[bi].c.req, t.alloc, lp.need[bi]-counts[bi])
+			n = max(1, n/4)
+			for range n {
+				used.add(lp.items[bi].c.req)
+			}
+			counts[bi] += n
+			worth += float64(n) * pi[bi]
+		}
+		fills, worths = append(fills, counts), append(worths, worth)
+	}
+	return fills, worths
 }
 
-// generate alternates solving and pricing until no pattern prices out or the budget is spent.
-func (lp *patternLP) generate() (pi, x []float64) {
-	for {
+// generate alternates solving and pricing until no pattern prices out, rounds pricing rounds
+// were run, or the budget is spent.
+func (lp *patternLP) generate(rounds int) (pi, x []float64) {
+	for round := 0; ; round++ {
 		pi, x = lp.solve()
 		if lp.work > patternBudget {
 			lp.exhaust = true
 			return pi, x
 		}
-		if !lp.price(pi) {
+		if round == rounds || !lp.price(pi) {
 			return pi, x
 		}
 	}
@@ -393,12 +574,15 @@ func (lp *patternLP) dive() []pattern {
 		}
 		return n
 	}
-	for left() > 0 {
+	for first := true; left() > 0; first = false {
 		var x []float64
-		if lp.exhaust {
+		switch {
+		case lp.exhaust:
 			_, x = lp.solve()
-		} else {
-			_, x = lp.generate()
+		case first:
+			_, x = lp.generate(-1)
+		default:
+			_, x = lp.generate(diveRounds)
 		}
 		took := false
 		for j, v := range x {

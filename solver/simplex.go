@@ -19,12 +19,19 @@ type sparseCol struct {
 // problems and re-solves the basis at each pivot, which is too slow for the few hundred rows and
 // thousands of sparse columns of the assignment LP; its answers cross-check this one in tests.
 func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter int) (pi, x []float64, optimal bool) {
-	const eps = 1e-9
 	binv := make([]float64, m*m)
 	for i := 0; i < m; i++ {
 		binv[i*m+i] = 1
 	}
-	xb := append([]float64(nil), b...)
+	pi, x, optimal, _ = revisedSimplexFrom(m, b, cols, basis, binv, append([]float64(nil), b...), maxIter)
+	return pi, x, optimal
+}
+
+// revisedSimplexFrom is revisedSimplex from a basis whose inverse binv (row-major, m×m) and
+// primal values xb = B⁻¹b ≥ 0 the caller supplies (a warm start); basis is updated in place.
+// iters is the number of pivots made.
+func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv, xb []float64, maxIter int) (pi, x []float64, optimal bool, iters int) {
+	const eps = 1e-9
 	isBasic := make([]bool, len(cols))
 	for _, j := range basis {
 		isBasic[j] = true
@@ -32,10 +39,7 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 	pi = make([]float64, m)
 	alpha := make([]float64, m)
 	degenerate := 0
-	// π = c_B B⁻¹ with B = I.
-	for k := 0; k < m; k++ {
-		pi[k] = cols[basis[k]].cost
-	}
+	recomputeDuals(pi, binv, basis, cols, m)
 	nz := make([]int, 0, m)
 	for iter := 0; iter < maxIter; iter++ {
 		if iter%64 == 63 {
@@ -63,7 +67,7 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 			if iter%64 != 0 {
 				recomputeDuals(pi, binv, basis, cols, m)
 			}
-			return pi, primal(xb, basis, len(cols)), true
+			return pi, primal(xb, basis, len(cols)), true, iter
 		}
 		// α = B⁻¹ a_enter.
 		for i := range alpha {
@@ -86,7 +90,7 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 			}
 		}
 		if leave < 0 {
-			return pi, primal(xb, basis, len(cols)), false // unbounded; cannot happen for the covering programs built here
+			return pi, primal(xb, basis, len(cols)), false, iter // unbounded; cannot happen for the covering programs built here
 		}
 		if ratio < eps {
 			degenerate++
@@ -126,7 +130,7 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 		isBasic[enter] = true
 		basis[leave] = enter
 	}
-	return pi, primal(xb, basis, len(cols)), false
+	return pi, primal(xb, basis, len(cols)), false, maxIter
 }
 
 func primal(xb []float64, basis []int, n int) []float64 {
