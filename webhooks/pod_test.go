@@ -179,4 +179,30 @@ func testPods(t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a pool bound to namespaces is reserved for them", func(t *testing.T) {
+		pod := newPod("team-b", "intruder", resources(nil, nil))
+		pod.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: "team-a"}
+		err := s.client.Create(ctx, pod)
+		want := `Pod "intruder" is invalid: spec.nodeSelector[karpenter.sh/nodepool]: Forbidden: rule nodePoolBindings (Guardrail "teams"): pod selects NodePool "team-a", but NodePools [shared team-a] are reserved for the namespaces their nodePoolBindings select, and namespace "team-b" is not one of them`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v\nwant %s", err, want)
+		}
+	})
+	t.Run("spec.nodeName on a reserved pool's node is denied", func(t *testing.T) {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "team-a-node", Labels: map[string]string{v1.NodePoolLabelKey: "team-a"}}}
+		s.create(t, node)
+		defer s.remove(t, node)
+		pod := newPod("team-b", "pinned", resources(nil, nil))
+		pod.Spec.NodeName = node.Name
+		err := s.client.Create(ctx, pod)
+		want := `Pod "pinned" is invalid: spec.nodeName: Forbidden: rule nodePoolBindings (Guardrail "teams"): pod is bound to node "team-a-node" of NodePool "team-a", but NodePools [shared team-a] are reserved`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v\nwant %s", err, want)
+		}
+		allowed := newPod("team-a", "pinned", resources(nil, nil))
+		allowed.Spec.NodeName = node.Name
+		if err := s.client.Create(ctx, allowed); err != nil {
+			t.Fatalf("a bound namespace's pod on its own pool's node: %v", err)
+		}
+	})
 }
