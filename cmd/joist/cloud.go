@@ -38,13 +38,14 @@ type cloudFlags struct {
 	soldOut     string
 	seed        int64
 	aws         awsFlags
+	azure       azureFlags
 	faults      kwok.Faults
 	env         *envFlags
 }
 
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	c.env = newEnvFlags(fs)
-	c.env.String(&c.provider, cloudProviderF, cloudProviderE, providerKWOK, "Cloud provider: kwok (simulated nodes run by a KWOK process) or aws (EC2, see docs/aws.md).")
+	c.env.String(&c.provider, cloudProviderF, cloudProviderE, providerKWOK, "Cloud provider: kwok (simulated nodes run by a KWOK process), aws (EC2, see docs/aws.md) or azure (AKS, see docs/azure.md).")
 	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices; \""+azuredata.CatalogName+"\": the embedded real Azure VM sizes and prices).")
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
@@ -53,6 +54,7 @@ func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	fs.Float64Var(&c.faults.LatencySpikeRate, "kwok-latency-spike-rate", 0, "Fraction (0–1) of kwok API calls delayed by --kwok-latency-spike, for testing.")
 	fs.DurationVar(&c.faults.LatencySpike, "kwok-latency-spike", 10*time.Second, "Delay of a kwok API call hit by a latency spike.")
 	c.aws.bind(fs, c.env)
+	c.azure.bind(fs, c.env)
 }
 
 // validate checks the settings after parsing, before anything connects anywhere, so a bad install
@@ -69,9 +71,18 @@ func (c *cloudFlags) validate() error {
 			return err
 		}
 		return c.aws.validate(c.env, c.providerSource())
+	case providerAzure:
+		if err := c.env.check(); err != nil {
+			return err
+		}
+		if c.aws.vmMemoryOverhead < 0 || c.aws.vmMemoryOverhead >= 1 {
+			return fmt.Errorf("VM memory overhead from %s must be a fraction in [0, 1): set $%s or --%s to e.g. 0.075",
+				c.env.source(vmOverheadF), vmOverheadE, vmOverheadF)
+		}
+		return c.azure.validate(c.env, c.providerSource())
 	}
-	return fmt.Errorf("cloud provider %q (from %s) is not supported: set --%s or $%s to %s or %s",
-		c.provider, c.providerSource(), cloudProviderF, cloudProviderE, providerAWS, providerKWOK)
+	return fmt.Errorf("cloud provider %q (from %s) is not supported: set --%s or $%s to %s, %s or %s",
+		c.provider, c.providerSource(), cloudProviderF, cloudProviderE, providerAWS, providerAzure, providerKWOK)
 }
 
 // providerSource says what selected the provider, for errors and the start-up log.
@@ -81,6 +92,9 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
 	if c.provider == providerAWS {
 		return c.aws.build(kube, unavailable)
+	}
+	if c.provider == providerAzure {
+		return c.azure.build(kube, unavailable, c.aws.vmMemoryOverhead)
 	}
 	its := catalog.Default()
 	switch {

@@ -102,9 +102,11 @@ func TestCloudSettingErrors(t *testing.T) {
 		want []string
 	}{
 		{name: "unsupported provider from env", env: map[string]string{"CLOUD_PROVIDER": "gcp"},
-			want: []string{`"gcp"`, "from $CLOUD_PROVIDER=gcp", "--cloud-provider", "aws or kwok"}},
-		{name: "unsupported provider from flag", env: map[string]string{"CLOUD_PROVIDER": "aws"}, args: []string{"--cloud-provider=azure"},
-			want: []string{`"azure"`, "from --cloud-provider=azure", "$CLOUD_PROVIDER", "aws or kwok"}},
+			want: []string{`"gcp"`, "from $CLOUD_PROVIDER=gcp", "--cloud-provider", "aws, azure or kwok"}},
+		{name: "unsupported provider from flag", env: map[string]string{"CLOUD_PROVIDER": "aws"}, args: []string{"--cloud-provider=gce"},
+			want: []string{`"gce"`, "from --cloud-provider=gce", "$CLOUD_PROVIDER", "aws, azure or kwok"}},
+		{name: "azure without its settings", env: map[string]string{"CLUSTER_NAME": "prod", "LOCATION": "eastus"}, args: []string{"--cloud-provider=azure"},
+			want: []string{"selected by --cloud-provider=azure", "$ARM_SUBSCRIPTION_ID (--azure-subscription-id)", "$KUBELET_BOOTSTRAP_TOKEN", "docs/azure.md"}},
 		{name: "aws from env without cluster", env: map[string]string{"CLOUD_PROVIDER": "aws"},
 			want: []string{"selected by $CLOUD_PROVIDER=aws", "$CLUSTER_NAME (--aws-cluster-name)",
 				"spec.config.env", "config/default", "config/kwok"}},

@@ -1,0 +1,157 @@
+package azure
+
+import (
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	azv1beta1 "github.com/joist-dev/joist/api/azure/v1beta1"
+	v1 "github.com/joist-dev/joist/api/v1"
+	azuredata "github.com/joist-dev/joist/catalog/azure"
+	"github.com/joist-dev/joist/cloudprovider"
+)
+
+// Paths the AKS node image's kubelet unit reads.
+const (
+	bootstrapKubeconfigPath = "/var/lib/kubelet/bootstrap-kubeconfig"
+	caPath                  = "/etc/kubernetes/certs/ca.crt"
+	kubeletDefaultsPath     = "/etc/default/kubelet"
+)
+
+type cloudConfig struct {
+	WriteFiles []cloudFile `json:"write_files"`
+	RunCmd     [][]string  `json:"runcmd"`
+}
+
+type cloudFile struct {
+	Path        string `json:"path"`
+	Permissions string `json:"permissions"`
+	Encoding    string `json:"encoding,omitempty"`
+	Content     string `json:"content"`
+}
+
+// customData is the cloud-init the VM boots with: the cluster CA, a bootstrap kubeconfig with the
+// TLS bootstrap token, and the kubelet's flags and node labels in /etc/default/kubelet (the AKS
+// image's kubelet unit reads KUBELET_FLAGS and KUBELET_NODE_LABELS from it), then the kubelet is
+// started.
+func (p *CloudProvider) customData(nc *azv1beta1.AKSNodeClass, claim *v1.NodeClaim, l cloudprovider.Launchable) ([]byte, error) {
+	ca, err := base64.StdEncoding.DecodeString(p.opts.ClusterCABundle)
+	if err != nil {
+		return nil, fmt.Errorf("cluster CA bundle is not base64: %w", err)
+	}
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters["cluster"] = &clientcmdapi.Cluster{Server: p.opts.ClusterEndpoint, CertificateAuthority: caPath}
+	kubeconfig.AuthInfos["kubelet-bootstrap"] = &clientcmdapi.AuthInfo{Token: p.opts.KubeletBootstrapToken}
+	kubeconfig.Contexts["bootstrap"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "kubelet-bootstrap"}
+	kubeconfig.CurrentContext = "bootstrap"
+	kc, err := clientcmd.Write(*kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("writing bootstrap kubeconfig: %w", err)
+	}
+	defaults := "KUBELET_FLAGS=" + strings.Join(p.kubeletFlags(nc, claim, l), " ") + "\n" +
+		"KUBELET_NODE_LABELS=" + nodeLabels(claim, l) + "\n"
+	cfg := cloudConfig{
+		WriteFiles: []cloudFile{
+			{Path: caPath, Permissions: "0644", Content: string(ca)},
+			{Path: bootstrapKubeconfigPath, Permissions: "0600", Content: string(kc)},
+			{Path: kubeletDefaultsPath, Permissions: "0644", Content: defaults},
+		},
+		RunCmd: [][]string{{"systemctl", "daemon-reload"}, {"systemctl", "enable", "--now", "kubelet"}},
+	}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("#cloud-config\n"), out...), nil
+}
+
+// kubeletFlags are AKS's reservations for the size (so the node's allocatable is what Joist
+// planned with), max pods, the cloud provider and the class's kubelet settings.
+func (p *CloudProvider) kubeletFlags(nc *azv1beta1.AKSNodeClass, claim *v1.NodeClaim, l cloudprovider.Launchable) []string {
+	reserved := l.InstanceType.Overhead.DeepCopy()
+	mem := reserved["memory"]
+	mem.Sub(azuredata.EvictionMemoryAvailable)
+	cpu := reserved["cpu"]
+	pods := l.InstanceType.Capacity["pods"]
+	flags := []string{
+		"--bootstrap-kubeconfig=" + bootstrapKubeconfigPath,
+		"--kubeconfig=/var/lib/kubelet/kubeconfig",
+		"--cloud-provider=external",
+		"--provider-id=" + ProviderID(p.vmID(ResourceName(claim.Name))),
+		"--max-pods=" + pods.String(),
+		fmt.Sprintf("--kube-reserved=cpu=%dm,memory=%dMi", cpu.MilliValue(), mem.Value()/(1<<20)),
+		"--system-reserved=cpu=0,memory=0",
+		"--eviction-hard=memory.available<" + azuredata.EvictionMemoryAvailable.String(),
+	}
+	if p.opts.ClusterDNS != "" {
+		flags = append(flags, "--cluster-dns="+p.opts.ClusterDNS)
+	}
+	if k := nc.Spec.Kubelet; k != nil {
+		add := func(name string, set bool, value any) {
+			if set {
+				flags = append(flags, fmt.Sprintf("--%s=%v", name, value))
+			}
+		}
+		add("cpu-manager-policy", k.CPUManagerPolicy != nil, deref(k.CPUManagerPolicy))
+		add("cpu-cfs-quota", k.CPUCFSQuota != nil, k.CPUCFSQuota != nil && *k.CPUCFSQuota)
+		add("cpu-cfs-quota-period", k.CPUCFSQuotaPeriod.Duration != 0, k.CPUCFSQuotaPeriod.Duration)
+		add("image-gc-high-threshold", k.ImageGCHighThresholdPercent != nil, derefInt(k.ImageGCHighThresholdPercent))
+		add("image-gc-low-threshold", k.ImageGCLowThresholdPercent != nil, derefInt(k.ImageGCLowThresholdPercent))
+		add("topology-manager-policy", k.TopologyManagerPolicy != nil, deref(k.TopologyManagerPolicy))
+		add("allowed-unsafe-sysctls", len(k.AllowedUnsafeSysctls) > 0, strings.Join(k.AllowedUnsafeSysctls, ","))
+		add("container-log-max-size", k.ContainerLogMaxSize != nil, deref(k.ContainerLogMaxSize))
+		add("container-log-max-files", k.ContainerLogMaxFiles != nil, derefInt(k.ContainerLogMaxFiles))
+		if k.PodPidsLimit != nil {
+			flags = append(flags, fmt.Sprintf("--pod-max-pids=%d", *k.PodPidsLimit))
+		}
+		if k.FailSwapOn != nil {
+			flags = append(flags, fmt.Sprintf("--fail-swap-on=%v", *k.FailSwapOn))
+		}
+	}
+	return flags
+}
+
+// vmID is the resource ID of the named VM in the node resource group.
+func (p *CloudProvider) vmID(name string) string {
+	return fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Compute/virtualMachines/%s", p.clients.SubscriptionID, p.opts.ResourceGroup, name)
+}
+
+// nodeLabels are the claim's labels and the launch's (comma-separated key=value, sorted).
+func nodeLabels(claim *v1.NodeClaim, l cloudprovider.Launchable) string {
+	labels := map[string]string{}
+	for k, v := range l.Labels() {
+		labels[k] = v
+	}
+	for k, v := range claim.Labels {
+		labels[k] = v
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+labels[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(i *int32) int32 {
+	if i == nil {
+		return 0
+	}
+	return *i
+}
