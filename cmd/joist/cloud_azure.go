@@ -8,8 +8,11 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -115,4 +118,29 @@ func (a *azureCloud) RegisterControllers(_ context.Context, mgr manager.Manager)
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(a.Prices().Refresher(12*time.Hour, 15*time.Minute)))
+}
+
+// kubernetesVersion asks the API server for its minor version ("1.33"); an answer is kept for
+// ten minutes, an error not at all (the next reconcile asks again).
+func kubernetesVersion(cfg *rest.Config) func(context.Context) (string, error) {
+	var mu sync.Mutex
+	var version string
+	var asked time.Time
+	return func(context.Context) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if version != "" && time.Since(asked) < 10*time.Minute {
+			return version, nil
+		}
+		dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+		if err != nil {
+			return "", fmt.Errorf("asking the API server for its version: %w", err)
+		}
+		info, err := dc.ServerVersion()
+		if err != nil {
+			return "", fmt.Errorf("asking the API server for its version: %w", err)
+		}
+		version, asked = info.Major+"."+strings.TrimSuffix(info.Minor, "+"), time.Now()
+		return version, nil
+	}
 }

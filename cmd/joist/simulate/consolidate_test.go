@@ -186,9 +186,11 @@ metadata: {name: shop, labels: {team: a}}
 	if out := run(base); !regexp.MustCompile(`1\s+Underutilized\s+node-a\s`).MatchString(out) {
 		t.Fatalf("without a binding the pricier node-a should go:\n%s", out)
 	}
+	// With the binding, shop's pod may only run on team-a (so node-a stays) and team-a is reserved
+	// for shop (so misc's pod cannot move onto node-a either): nothing may go.
 	out := run(base + guardrail)
-	if !regexp.MustCompile(`1\s+Underutilized\s+node-b\s`).MatchString(out) || strings.Contains(out, "Underutilized  node-a") {
-		t.Errorf("with shop bound to team-a, only node-b may go:\n%s", out)
+	if strings.Contains(out, "Underutilized") || !strings.Contains(out, "No disruption") {
+		t.Errorf("with shop bound to team-a (and team-a reserved for it), no node may go:\n%s", out)
 	}
 }
 
