@@ -129,6 +129,10 @@ func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.
 	return nil
 }
 
+// The NodeClaim's owner reference sets blockOwnerDeletion, which OwnerReferencesPermissionEnforcement
+// (on by default in OpenShift) allows only to a creator that may update the owner's finalizers.
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/finalizers,verbs=update
+
 // nodeClaimFor builds the NodeClaim for a plan from its pool's template. Its labels, which the node
 // gets, are the template labels and a value for each key only the pool's requirements define
 // (requirementLabels).
