@@ -53,8 +53,8 @@ func TestBundleValidates(t *testing.T) {
 	}
 	t.Logf("validated %s (%d CRDs, %d other objects): %d findings %v", b.CSV.Name, len(b.V1CRDs), len(b.Objects), len(report), report)
 
-	if got := len(b.V1CRDs); got != 6 {
-		t.Errorf("bundle has %d CRDs, want 6 (NodePool, NodeClaim, KWOKNodeClass, KWOKInstance, EC2NodeClass, Guardrail)", got)
+	if got := len(b.V1CRDs); got != 7 {
+		t.Errorf("bundle has %d CRDs, want 7 (NodePool, NodeClaim, KWOKNodeClass, KWOKInstance, EC2NodeClass, AKSNodeClass, Guardrail)", got)
 	}
 	for _, o := range b.Objects {
 		if !registryV1Kinds[o.GetKind()] {

@@ -191,7 +191,7 @@ func TestInstallsSelectTheirProvider(t *testing.T) {
 
 	binary := buildManager(t)
 	out := startManager(t, binary, base)
-	for _, want := range []string{"selected by $CLOUD_PROVIDER=aws", "$CLUSTER_NAME (--aws-cluster-name) and $CLUSTER_ENDPOINT (--aws-cluster-endpoint)", "spec.config.env"} {
+	for _, want := range []string{"selected by $CLOUD_PROVIDER=aws", "$CLUSTER_NAME (--aws-cluster-name)", "spec.config.env"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config/default without the cluster: output does not name %q:\n%s", want, out)
 		}
