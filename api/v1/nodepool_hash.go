@@ -41,7 +41,8 @@ func (in *NodePool) Hash() string {
 // hashstructure hashes a struct by its type name and its exported fields' names, order and values,
 // so Karpenter's value needs Karpenter's shapes: these types are named, ordered and typed as
 // sigs.k8s.io/karpenter/pkg/apis/v1's (v1.15) NodeClaimTemplate and what it holds. Fields tagged
-// hash:"ignore" upstream (requirements, NillableDuration.Raw) are not carried at all.
+// hash:"ignore" upstream are carried with that tag where they decide whether their struct is zero
+// (requirements), and left out otherwise (NillableDuration.Raw, set only with the duration).
 func templateHashInput(t *NodeClaimTemplate) any {
 	type NillableDuration struct {
 		*time.Duration
@@ -52,8 +53,10 @@ func templateHashInput(t *NodeClaimTemplate) any {
 		Group string
 	}
 	type NodeClaimTemplateSpec struct {
-		Taints                 []corev1.Taint
-		StartupTaints          []corev1.Taint
+		Taints        []corev1.Taint
+		StartupTaints []corev1.Taint
+		// Not hashed, but its presence makes the spec non-zero, which IgnoreZeroValue reads.
+		Requirements           []NodeSelectorRequirementWithMinValues `hash:"ignore"`
 		NodeClassRef           *NodeClassReference
 		TerminationGracePeriod *metav1.Duration
 		ExpireAfter            NillableDuration
@@ -71,6 +74,7 @@ func templateHashInput(t *NodeClaimTemplate) any {
 		Spec: NodeClaimTemplateSpec{
 			Taints:                 t.Spec.Taints,
 			StartupTaints:          t.Spec.StartupTaints,
+			Requirements:           t.Spec.Requirements,
 			TerminationGracePeriod: t.Spec.TerminationGracePeriod,
 			// "Never" is a nil duration upstream, as is an unset one.
 			ExpireAfter: NillableDuration{Duration: t.Spec.ExpireAfter.Duration},
