@@ -342,7 +342,6 @@ func TestConsolidationAbortsWhenAPodArrives(t *testing.T) {
 		Spec: corev1.PodSpec{
 			NodeName:                      victim.Status.NodeName,
 			Containers:                    []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-			Tolerations:                   []corev1.Toleration{{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpExists}},
 			TerminationGracePeriodSeconds: ptr.To[int64](0),
 		},
 	}

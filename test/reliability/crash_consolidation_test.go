@@ -71,7 +71,9 @@ func TestCrashDuringConsolidation(t *testing.T) {
 
 func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, quiet, timeout time.Duration) string {
 	ctx := context.Background()
-	s := newStack(t)
+	// The trial holds the end state to the from-scratch plan, which buys cheaper spot types than
+	// the scale-up left: reaching it takes spot→spot replacement (off by default, as upstream).
+	s := newStack(t, "--spot-to-spot-consolidation=true")
 	if dir := os.Getenv("RELIABILITY_KEEP_LOGS"); dir != "" {
 		t.Cleanup(func() { s.keepLogs(t, filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))) })
 	}
