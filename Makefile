@@ -62,6 +62,10 @@ test: k8s-assets verify vet ## Run all tests against a real control plane (after
 	$(GO) test -race ./controllers/... ./solver/... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 	$(MAKE) test-upstream-hash
 
+.PHONY: test-unit
+test-unit: ## Fast developer tier: every package whose tests need no control plane (hack/testtiers/unit-packages.sh); no k8s-assets, no generated-file check.
+	$(GO) test $$(hack/testtiers/unit-packages.sh) -timeout 10m $(TESTFLAGS)
+
 .PHONY: test-upstream-hash
 test-upstream-hash: ## Joist's NodePool and EC2NodeClass hashes equal Karpenter's own (v1.15) on 10,000 random objects each (module bench/upstream, Go 1.27).
 	cd bench/upstream && GOTOOLCHAIN=go1.27.3 $(GO) test -run 'HashIsKarpenters|SampleNodePoolHash' -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) . ./ec2nodeclasshash
