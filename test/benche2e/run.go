@@ -3,12 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,21 +43,11 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	args := append([]string{"--leader-elect=false", "--cloud-provider=kwok", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, managerArgs...)
-	cmd := exec.Command(joist, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)
-	logFile, err := os.Create(filepath.Join(e.LogDir, "joist.log"))
+	mgr, err := startBenchManager(e, joist)
 	if err != nil {
 		return r, err
 	}
-	defer logFile.Close()
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return r, fmt.Errorf("starting %s: %w", joist, err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer mgr.Kill()
 
 	np := nodePool()
 	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: kwokv1alpha1.KWOKNodeClassSpec{ImageID: "kwok-image-v1"}}); err != nil {
@@ -121,7 +105,7 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 		p, _ := catalog.OfferingPrice(its, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
 		r.cost += p
 	}
-	r.peakRSSMiB, r.cpuSeconds, err = procStats(cmd.Process.Pid)
+	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
 }
 
@@ -140,30 +124,6 @@ func waitFor(ctx context.Context, cond func() (bool, error)) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-// procStats reads the process's peak resident set (VmHWM) and user+system CPU time from /proc.
-func procStats(pid int) (rssMiB, cpuSeconds float64, err error) {
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading manager status: %w", err)
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			rssMiB = kb / 1024
-		}
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading manager stat: %w", err)
-	}
-	// Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-	fields := strings.Fields(string(stat)[strings.LastIndex(string(stat), ")")+2:])
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	const clockTicks = 100 // USER_HZ on Linux
-	return rssMiB, (utime + stime) / clockTicks, nil
 }
 
 func nodePool() *v1.NodePool {

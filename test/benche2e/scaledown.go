@@ -3,12 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -81,11 +77,11 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	if err != nil {
 		return r, err
 	}
-	cmd, stop, err := startBenchManager(e, joist)
+	mgr, err := startBenchManager(e, joist)
 	if err != nil {
 		return r, err
 	}
-	defer stop()
+	defer mgr.Kill()
 
 	np := nodePool()
 	np.Spec.Disruption = v1.Disruption{
@@ -175,7 +171,7 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.consolidated = lastChange.Sub(downStart)
 	r.nodesAfter, r.costAfter = len(last.claims), last.cost
 	r.deleted = r.nodesBefore + r.launched - r.nodesAfter
-	r.peakRSSMiB, r.cpuSeconds, err = procStats(cmd.Process.Pid)
+	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
 }
 
@@ -236,21 +232,7 @@ func observe(ctx context.Context, kube client.Client) (clusterState, error) {
 	return s, nil
 }
 
-// startBenchManager starts the joist manager as run.go does (no webhooks, logs in the env's log dir).
-func startBenchManager(e *env.Env, joist string) (*exec.Cmd, func(), error) {
-	args := append([]string{"--leader-elect=false", "--cloud-provider=kwok", "--enable-webhooks=false", "--zap-time-encoding=rfc3339nano",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, managerArgs...)
-	cmd := exec.Command(joist, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.KubeconfigPath)
-	logFile, err := os.Create(filepath.Join(e.LogDir, "joist.log"))
-	if err != nil {
-		return nil, nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, nil, fmt.Errorf("starting %s: %w", joist, err)
-	}
-	return cmd, func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = logFile.Close() }, nil
+// startBenchManager starts the joist manager without webhooks, logging to joist.log in the env's log dir.
+func startBenchManager(e *env.Env, joist string) (*env.Manager, error) {
+	return e.StartManager(env.ManagerOptions{Binary: joist, Args: append([]string{"--zap-time-encoding=rfc3339nano"}, managerArgs...)})
 }

@@ -60,12 +60,12 @@ func run(ctx context.Context, o options) error {
 		say("stopping the control plane …")
 		_ = e.Stop()
 	}()
-	mgr, err := startManager(e, filepath.Join(root, o.joist))
+	mgr, err := e.StartManager(env.ManagerOptions{Binary: filepath.Join(root, o.joist), Webhooks: true})
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; `make demo` builds bin/joist", err)
 	}
-	defer mgr.stop()
-	say("control plane up; Joist manager running (logs: %s)", mgr.logPath)
+	defer mgr.Stop(20 * time.Second)
+	say("control plane up; Joist manager running (logs: %s)", mgr.LogPath())
 	say("kubeconfig: %s   try: KUBECONFIG=%s kubectl get nodepools,nodeclaims,nodes", e.KubeconfigPath, e.KubeconfigPath)
 
 	d := &demo{env: e, root: root}

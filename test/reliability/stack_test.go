@@ -4,11 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,16 +34,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		root, err := env.RepoRoot()
-		if err != nil {
+		if joistBinary, err = env.BuildManager(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		joistBinary = filepath.Join(dir, "joist")
-		build := exec.Command("go", "build", "-o", joistBinary, "./cmd/joist")
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the manager:", err)
 			return 1
 		}
 		return m.Run()
@@ -64,8 +51,8 @@ type stack struct {
 	t       *testing.T
 	env     *env.Env
 	kube    client.Client
-	args    []string
-	manager *exec.Cmd
+	args    []string // after env.StartManager's defaults
+	manager *env.Manager
 	starts  int
 	// kubeconfig the manager uses; the environment's admin kubeconfig when empty.
 	kubeconfig string
@@ -79,8 +66,7 @@ func newStack(t *testing.T, extraArgs ...string) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{t: t, env: e, kube: kube, args: append([]string{"--leader-elect=false", "--cloud-provider=kwok", "--enable-webhooks=false",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, extraArgs...)}
+	s := &stack{t: t, env: e, kube: kube, args: extraArgs}
 	t.Cleanup(func() { s.kill() })
 	return s
 }
@@ -89,31 +75,20 @@ func newStack(t *testing.T, extraArgs ...string) *stack {
 func (s *stack) start() {
 	s.t.Helper()
 	s.starts++
-	logFile, err := os.Create(filepath.Join(s.env.LogDir, fmt.Sprintf("joist-%d.log", s.starts)))
+	m, err := s.env.StartManager(env.ManagerOptions{Binary: joistBinary, Args: s.args, Kubeconfig: s.kubeconfig,
+		LogName: fmt.Sprintf("joist-%d.log", s.starts)})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(joistBinary, s.args...)
-	kubeconfig := s.kubeconfig
-	if kubeconfig == "" {
-		kubeconfig = s.env.KubeconfigPath
-	}
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("starting %s: %v", joistBinary, err)
-	}
-	s.manager = cmd
-	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	s.manager = m
 }
 
 // kill SIGKILLs the manager: no shutdown hooks, no flushing, as in a node failure or OOM kill.
 func (s *stack) kill() {
-	if s.manager == nil || s.manager.Process == nil {
+	if s.manager == nil {
 		return
 	}
-	_ = syscall.Kill(-s.manager.Process.Pid, syscall.SIGKILL)
+	s.manager.Kill()
 	s.manager = nil
 }
 
@@ -122,17 +97,8 @@ func (s *stack) rssMiB() float64 {
 	if s.manager == nil {
 		return 0
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.manager.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseFloat(f[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	rss, _, _ := s.manager.Stats()
+	return rss
 }
 
 // setUp creates the KWOKNodeClass (with a registration delay, so instances boot across crashes)

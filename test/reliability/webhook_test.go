@@ -55,8 +55,7 @@ func TestWebhookOutageAndCertRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &stack{t: t, env: e, kube: kube, args: []string{"--leader-elect=false", "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--enable-webhooks=true", "--webhook-port=" + strconv.Itoa(wio.LocalServingPort), "--webhook-cert-dir=" + certDir}}
+	s := &stack{t: t, env: e, kube: kube, args: []string{"--enable-webhooks=true", "--webhook-port=" + strconv.Itoa(wio.LocalServingPort), "--webhook-cert-dir=" + certDir}}
 	t.Cleanup(s.kill)
 	addr := net.JoinHostPort(wio.LocalServingHost, strconv.Itoa(wio.LocalServingPort))
 	if err := kube.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}); err != nil {
@@ -98,9 +97,9 @@ func TestWebhookOutageAndCertRotation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pid := s.manager.Process.Pid
+	pid := s.manager.Pid()
 	newSerial := waitServing(t, addr, firstSerial)
-	if s.manager.Process.Pid != pid {
+	if s.manager.Pid() != pid {
 		t.Fatal("the manager restarted")
 	}
 	if err := eventuallyErr(30*time.Second, func() error { return kube.Create(ctx, limitedPool("after-rotation", 30)) }); err != nil {
