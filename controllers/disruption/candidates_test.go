@@ -1,9 +1,11 @@
 package disruption
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 )
@@ -61,6 +63,37 @@ func TestTemplateDriftedAsKarpenter(t *testing.T) {
 		m.claim.Annotations = tc.annotations
 		if got := templateDrifted(m); got != tc.want {
 			t.Errorf("%s: drifted = %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A claim stamped by an older hash version moves to the current one; as in Karpenter, it gets the
+// pool's hash only when it is not already drifted, so a drifted claim stays drifted.
+func TestStampHashVersionKeepsDriftedClaimsDrifted(t *testing.T) {
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
+	old := map[string]string{v1.NodePoolHashAnnotationKey: "1", v1.NodePoolHashVersionAnnotationKey: "v2"}
+	for _, tc := range []struct {
+		name        string
+		drifted     bool
+		wantHash    string
+		wantDrifted bool
+	}{
+		{"not drifted: adopts the pool's hash", false, pool.Hash(), false},
+		{"drifted: keeps its hash", true, "1", true},
+	} {
+		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: maps.Clone(old)}}
+		if tc.drifted {
+			claim.SetCondition(v1.ConditionTypeDrifted, metav1.ConditionTrue, v1.DriftReasonNodePoolDrifted, "")
+		}
+		stampHashVersion(claim, pool.Hash())
+		if got := claim.Annotations[v1.NodePoolHashVersionAnnotationKey]; got != v1.NodePoolHashVersion {
+			t.Errorf("%s: hash version %q, want %q", tc.name, got, v1.NodePoolHashVersion)
+		}
+		if got := claim.Annotations[v1.NodePoolHashAnnotationKey]; got != tc.wantHash {
+			t.Errorf("%s: hash %q, want %q", tc.name, got, tc.wantHash)
+		}
+		if got := templateDrifted(&member{pool: pool, claim: claim}); got != tc.wantDrifted {
+			t.Errorf("%s: drifted after the stamp = %t, want %t", tc.name, got, tc.wantDrifted)
 		}
 	}
 }

@@ -71,16 +71,25 @@ func driftMessage(reason string) string {
 	return "the cloud provider reports the instance no longer matches its NodeClass: " + reason
 }
 
-// restamp writes the pool's current template hash and hash version onto the claim.
+// restamp writes the current hash version onto the claim (see stampHashVersion).
 func (c *Controller) restamp(ctx context.Context, m *member) error {
 	stored := m.claim.DeepCopy()
-	if m.claim.Annotations == nil {
-		m.claim.Annotations = map[string]string{}
-	}
-	m.claim.Annotations[v1.NodePoolHashAnnotationKey] = m.pool.Hash()
-	m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
+	stampHashVersion(m.claim, m.pool.Hash())
 	if err := c.kube.Patch(ctx, m.claim, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("stamping nodepool hash on nodeclaim %s: %w", m.claim.Name, err)
 	}
 	return nil
+}
+
+// stampHashVersion moves a claim stamped by another hash version to the current one. As Karpenter, the
+// pool's current hash is written only when the claim has no Drifted condition: across a hash-version
+// change drift can no longer be recomputed, so a claim that was drifted keeps its old hash and stays so.
+func stampHashVersion(claim *v1.NodeClaim, poolHash string) {
+	if claim.Annotations == nil {
+		claim.Annotations = map[string]string{}
+	}
+	claim.Annotations[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
+	if claim.GetCondition(v1.ConditionTypeDrifted) == nil {
+		claim.Annotations[v1.NodePoolHashAnnotationKey] = poolHash
+	}
 }
