@@ -41,6 +41,10 @@ const (
 	// ProvisioningBatchLabelKey groups the NodeClaims one provisioning batch launched; their nodes are
 	// released to the kube-scheduler together (see the NodeClaim lifecycle controller).
 	ProvisioningBatchLabelKey = "joist.dev/provisioning-batch"
+	// DisruptionCommandAnnotationKey holds, on each NodeClaim a disruption command is taking away, the
+	// command's state (JSON: its targets, replacements, start time and this node's planned pods), so
+	// a new leader resumes the command rather than releasing its nodes and planning again.
+	DisruptionCommandAnnotationKey = "joist.dev/disruption-command"
 )
 
 // Finalizers.

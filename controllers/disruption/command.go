@@ -83,6 +83,7 @@ func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error
 		}
 		cmd.replacements = append(cmd.replacements, nc.Name)
 	}
+	c.record(ctx, cmd)
 	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason))).Inc()
 	for pool := range cmd.pools {
 		if np := cl.pools[pool]; np != nil {
@@ -173,7 +174,7 @@ func (c *Controller) invalid(cl *cluster, cmd *command, now time.Time) string {
 func (c *Controller) abort(ctx context.Context, cmd *command, why string) error {
 	var errs []error
 	for _, t := range cmd.targets {
-		errs = append(errs, c.setTaint(ctx, t.node, false), c.setDisrupting(ctx, t.claim, false, "", ""))
+		errs = append(errs, c.setTaint(ctx, t.node, false), c.setDisrupting(ctx, t.claim, false, "", ""), c.forget(ctx, t.claim))
 		nc := &v1.NodeClaim{}
 		if err := c.kube.Get(ctx, client.ObjectKey{Name: t.claim}, nc); err == nil {
 			c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Disrupt", "Abandoned %s: %s", cmd.reason, why)

@@ -117,6 +117,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	var errs []error
+	errs = append(errs, c.resumeCommands(ctx, cl))
 	released, err := c.releaseOrphans(ctx, cl)
 	errs = append(errs, err)
 	if released {
@@ -177,17 +178,11 @@ func (c *Controller) inFlightNodes(except *command) map[string]bool {
 }
 
 // releaseOrphans untaints and unmarks nodes left tainted or Disrupting by a command this process
-// does not know (the manager restarted mid-command): they are not being deleted, so the command
-// never finished; the next plan decides afresh. It reports whether it released any.
+// neither runs nor resumed (the manager restarted before the command was recorded): they are not
+// being deleted, so the command never finished; the next plan decides afresh. It reports whether it
+// released any.
 func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) (bool, error) {
-	owned := map[string]bool{}
-	c.mu.Lock()
-	for _, cmd := range c.commands {
-		for _, t := range cmd.targets {
-			owned[t.claim] = true
-		}
-	}
-	c.mu.Unlock()
+	owned := c.ownedClaims()
 	var errs []error
 	released := false
 	for _, nc := range cl.claims {
@@ -207,7 +202,7 @@ func (c *Controller) releaseOrphans(ctx context.Context, cl *cluster) (bool, err
 		if tainted {
 			errs = append(errs, c.setTaint(ctx, node.Name, false))
 		}
-		errs = append(errs, c.setDisrupting(ctx, nc.Name, false, "", ""))
+		errs = append(errs, c.setDisrupting(ctx, nc.Name, false, "", ""), c.forget(ctx, nc.Name))
 	}
 	return released, errors.Join(errs...)
 }

@@ -2,10 +2,15 @@ package disruption
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,5 +91,142 @@ func create(t *testing.T, kube client.Client, obj client.Object) {
 	t.Helper()
 	if err := kube.Create(context.Background(), obj); err != nil {
 		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// restartFixture is a pool with node-a (tainted, its claim Disrupting) and an initialized replacement
+// repl-1, as a dead leader's command left them.
+func restartFixture(t *testing.T, kube client.Client, record string) (*corev1.Node, *v1.NodeClaim, *v1.NodeClaim) {
+	t.Helper()
+	ctx := context.Background()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
+		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}},
+		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+			ConsolidateAfter: v1.MustParseNillableDuration("0s"), Budgets: []v1.Budget{{Nodes: "100%"}}},
+	}}
+	create(t, kube, np)
+	claim := func(name string, disrupting bool, annotations map[string]string) *v1.NodeClaim {
+		annotations[v1.NodePoolHashAnnotationKey] = np.Hash()
+		annotations[v1.NodePoolHashVersionAnnotationKey] = v1.NodePoolHashVersion
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "general"}, Annotations: annotations},
+			Spec: v1.NodeClaimSpec{Requirements: np.Spec.Template.Spec.Requirements, NodeClassRef: np.Spec.Template.Spec.NodeClassRef}}
+		create(t, kube, nc)
+		nc.Status.NodeName, nc.Status.ProviderID = name, "kwok://"+name
+		for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+			nc.SetCondition(c, metav1.ConditionTrue, c, "")
+		}
+		if disrupting {
+			nc.SetCondition(v1.ConditionTypeDisrupting, metav1.ConditionTrue, string(v1.DisruptionReasonUnderutilized), "the dead leader's command")
+		}
+		if err := kube.Status().Update(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{v1.NodePoolLabelKey: "general"}},
+		Spec: corev1.NodeSpec{ProviderID: "kwok://node-a", Taints: []corev1.Taint{v1.DisruptedNoScheduleTaint}}}
+	create(t, kube, node)
+	create(t, kube, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "repl-1", Labels: map[string]string{v1.NodePoolLabelKey: "general"}},
+		Spec: corev1.NodeSpec{ProviderID: "kwok://repl-1"}})
+	target := claim("node-a", true, map[string]string{v1.DisruptionCommandAnnotationKey: record})
+	replacement := claim("repl-1", false, map[string]string{})
+	return node, target, replacement
+}
+
+func recordJSON(t *testing.T, r commandRecord) string {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A new leader finds a command the dead one recorded on its NodeClaim: it resumes it — the
+// replacement is up and the validation delay has passed, so the node's claim is deleted — instead
+// of releasing the node and planning again.
+func TestRestartResumesRecordedCommand(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	kube := e.Client
+	rec := commandRecord{ID: "node-a-1", Reason: v1.DisruptionReasonUnderutilized, Started: time.Now().Add(-time.Minute),
+		Targets: []string{"node-a"}, Replacements: []string{"repl-1"}, Pools: []string{"general"}, Message: "Underutilized: replacing 1 node(s) by 1", Node: "node-a"}
+	node, target, replacement := restartFixture(t, kube, recordJSON(t, rec))
+
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(target), target); !apierrors.IsNotFound(err) && target.DeletionTimestamp.IsZero() {
+		t.Errorf("the resumed command did not delete nodeclaim node-a (err %v, conditions %v)", err, target.Status.Conditions)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	if !disruptionpolicy.HasDisruptedTaint(node) {
+		t.Error("node-a was untainted: the command was released, not resumed")
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(replacement), replacement); err != nil || !replacement.DeletionTimestamp.IsZero() {
+		t.Errorf("the replacement must stay: err %v", err)
+	}
+}
+
+// A recorded command that lost one of its NodeClaims meanwhile is abandoned cleanly: the remaining
+// node is untainted and unmarked, its record removed, and the replacement that took no pods deleted.
+func TestRestartAbandonsRecordedCommandMissingAClaim(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	kube := e.Client
+	rec := commandRecord{ID: "node-a-1", Reason: v1.DisruptionReasonUnderutilized, Started: time.Now().Add(-time.Minute),
+		Targets: []string{"node-a", "node-gone"}, Replacements: []string{"repl-1"}, Pools: []string{"general"}, Node: "node-a"}
+	node, target, replacement := restartFixture(t, kube, recordJSON(t, rec))
+
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	if disruptionpolicy.HasDisruptedTaint(node) {
+		t.Error("node-a still tainted")
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(target), target); err != nil {
+		t.Fatal(err)
+	}
+	if target.GetCondition(v1.ConditionTypeDisrupting) != nil || target.Annotations[v1.DisruptionCommandAnnotationKey] != "" {
+		t.Errorf("node-a's claim still marked: conditions %v, record %q", target.Status.Conditions, target.Annotations[v1.DisruptionCommandAnnotationKey])
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(replacement), replacement); !apierrors.IsNotFound(err) && replacement.DeletionTimestamp.IsZero() {
+		t.Errorf("the empty replacement of the abandoned command was kept (err %v)", err)
+	}
+}
+
+// The record a command writes on each target reads back as the same command.
+func TestCommandRecordsRoundTrip(t *testing.T) {
+	cmd := &command{reason: v1.DisruptionReasonDrifted, pools: map[string]bool{"a": true, "b": true}, replacements: []string{"r1", "r2"},
+		started: time.Date(2026, 12, 2, 7, 0, 0, 123, time.UTC), savings: 0.25, message: "m",
+		targets: []target{{claim: "c1", node: "n1", pods: map[types.UID]bool{"u1": true, "u2": true}}, {claim: "c2", node: "n2", pods: map[types.UID]bool{}}}}
+	recs := map[string]commandRecord{}
+	for i, r := range cmd.records() {
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back commandRecord
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		recs[cmd.targets[i].claim] = back
+	}
+	got, missing := commandFromRecords(recs)
+	if len(missing) > 0 {
+		t.Fatalf("missing %v", missing)
+	}
+	got.started = got.started.UTC()
+	if !reflect.DeepEqual(got, cmd) {
+		t.Errorf("round trip:\n got %+v\nwant %+v", got, cmd)
 	}
 }

@@ -190,7 +190,10 @@ func (d *demo) watchUntil(ctx context.Context, timeout time.Duration, done func(
 			return err
 		}
 		s, err := d.snapshot(ctx)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return ctx.Err() // --duration or Ctrl-C: the step did not finish
+		}
+		if err != nil {
 			return err
 		}
 		if view := render(s); view != last {
@@ -206,7 +209,7 @@ func (d *demo) watchUntil(ctx context.Context, timeout time.Duration, done func(
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}

@@ -82,7 +82,7 @@ func run(ctx context.Context, o options) error {
 	}
 	say("applied the demo workload: 4 Deployments, 150 pods")
 	if err := d.watchUntil(ctx, o.settle, func(s snapshot) bool { return s.running == 150 }); err != nil {
-		return err
+		return endedOr(ctx, err)
 	}
 	say("scaling down: batch → 0, cache → 0, web → 20 replicas")
 	down := map[string]int32{"batch": 0, "cache": 0, "web": 20}
@@ -93,13 +93,14 @@ func run(ctx context.Context, o options) error {
 	if err := d.driftRoll(ctx, remaining); err != nil {
 		return endedOr(ctx, err)
 	}
-	return d.watchUntil(ctx, 0, nil)
+	return endedOr(ctx, d.watchUntil(ctx, 0, nil))
 }
 
 // endedOr drops err when --duration or Ctrl-C ended the demo mid-step (the step's calls then fail with
 // the context's error): that is a clean stop, not a failure.
 func endedOr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
+		say("stopped before this step finished (--duration elapsed or interrupted)")
 		return nil
 	}
 	return err

@@ -1,0 +1,178 @@
+package disruption
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// commandRecord is a command in flight as written on one of its target NodeClaims
+// (v1.DisruptionCommandAnnotationKey). Each target carries the whole command but only its own pods.
+type commandRecord struct {
+	ID           string              `json:"id"`
+	Reason       v1.DisruptionReason `json:"reason"`
+	Started      time.Time           `json:"started"`
+	Targets      []string            `json:"targets"`
+	Replacements []string            `json:"replacements,omitempty"`
+	Pools        []string            `json:"pools"`
+	Savings      float64             `json:"savingsPerHour,omitempty"`
+	Message      string              `json:"message"`
+	Node         string              `json:"node"`
+	Pods         []types.UID         `json:"pods,omitempty"`
+}
+
+func (cmd *command) id() string {
+	return fmt.Sprintf("%s-%d", cmd.targets[0].claim, cmd.started.UnixNano())
+}
+
+// records is the command as written on each target, in target order.
+func (cmd *command) records() []commandRecord {
+	claims := make([]string, len(cmd.targets))
+	for i, t := range cmd.targets {
+		claims[i] = t.claim
+	}
+	pools := make([]string, 0, len(cmd.pools))
+	for p := range cmd.pools {
+		pools = append(pools, p)
+	}
+	sort.Strings(pools)
+	out := make([]commandRecord, len(cmd.targets))
+	for i, t := range cmd.targets {
+		pods := make([]types.UID, 0, len(t.pods))
+		for uid := range t.pods {
+			pods = append(pods, uid)
+		}
+		sort.Slice(pods, func(a, b int) bool { return pods[a] < pods[b] })
+		out[i] = commandRecord{ID: cmd.id(), Reason: cmd.reason, Started: cmd.started, Targets: claims,
+			Replacements: cmd.replacements, Pools: pools, Savings: cmd.savings, Message: cmd.message, Node: t.node, Pods: pods}
+	}
+	return out
+}
+
+// commandFromRecords rebuilds a command from its targets' records (keyed by claim name). It returns
+// the claims the records name but that are missing.
+func commandFromRecords(recs map[string]commandRecord) (*command, []string) {
+	var first commandRecord
+	for _, r := range recs {
+		first = r
+		break
+	}
+	cmd := &command{reason: first.Reason, pools: map[string]bool{}, replacements: first.Replacements, started: first.Started,
+		savings: first.Savings, message: first.Message}
+	for _, p := range first.Pools {
+		cmd.pools[p] = true
+	}
+	var missing []string
+	for _, claim := range first.Targets {
+		r, ok := recs[claim]
+		if !ok || r.ID != first.ID {
+			missing = append(missing, claim)
+			continue
+		}
+		t := target{claim: claim, node: r.Node, pods: map[types.UID]bool{}}
+		for _, uid := range r.Pods {
+			t.pods[uid] = true
+		}
+		cmd.targets = append(cmd.targets, t)
+	}
+	return cmd, missing
+}
+
+// record writes the command on its targets. A failed write costs only the ability to resume after a
+// restart (the nodes are then released, as before records existed), so it does not stop the command.
+func (c *Controller) record(ctx context.Context, cmd *command) {
+	for i, r := range cmd.records() {
+		b, err := json.Marshal(r)
+		if err == nil {
+			err = c.setCommandAnnotation(ctx, cmd.targets[i].claim, string(b))
+		}
+		if err != nil {
+			log.FromContext(ctx).Error(err, "recording disruption command on its nodeclaim; a restart will release it instead of resuming", "nodeclaim", cmd.targets[i].claim)
+		}
+	}
+}
+
+// forget removes the record from a claim whose command is over.
+func (c *Controller) forget(ctx context.Context, claim string) error {
+	return c.setCommandAnnotation(ctx, claim, "")
+}
+
+func (c *Controller) setCommandAnnotation(ctx context.Context, name, value string) error {
+	nc := &v1.NodeClaim{}
+	if err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if nc.Annotations[v1.DisruptionCommandAnnotationKey] == value {
+		return nil
+	}
+	stored := nc.DeepCopy()
+	if value == "" {
+		delete(nc.Annotations, v1.DisruptionCommandAnnotationKey)
+	} else {
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[v1.DisruptionCommandAnnotationKey] = value
+	}
+	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("writing the disruption command on nodeclaim %s: %w", name, err))
+	}
+	return nil
+}
+
+// resumeCommands takes over the commands a previous leader recorded on claims that are still
+// Disrupting and that no command of this process owns: they continue where they were (waiting for
+// replacements, validation, deletion). A command that lost one of its claims is abandoned.
+func (c *Controller) resumeCommands(ctx context.Context, cl *cluster) error {
+	owned := c.ownedClaims()
+	byID := map[string]map[string]commandRecord{}
+	for _, nc := range cl.claims {
+		raw := nc.Annotations[v1.DisruptionCommandAnnotationKey]
+		if raw == "" || owned[nc.Name] || !nc.DeletionTimestamp.IsZero() || !nc.IsTrue(v1.ConditionTypeDisrupting) {
+			continue
+		}
+		var r commandRecord
+		if err := json.Unmarshal([]byte(raw), &r); err != nil || r.ID == "" || len(r.Targets) == 0 {
+			log.FromContext(ctx).Info("ignoring an unreadable disruption command record; the node is released", "nodeclaim", nc.Name)
+			continue
+		}
+		if byID[r.ID] == nil {
+			byID[r.ID] = map[string]commandRecord{}
+		}
+		byID[r.ID][nc.Name] = r
+	}
+	var errs []error
+	for id, recs := range byID {
+		cmd, missing := commandFromRecords(recs)
+		if len(missing) > 0 {
+			errs = append(errs, c.abort(ctx, cmd, fmt.Sprintf("resumed after a restart without nodeclaim(s) %v", missing)))
+			continue
+		}
+		log.FromContext(ctx).Info("resuming disruption command of a previous leader", "command", id, "reason", cmd.reason,
+			"nodes", len(cmd.targets), "replacements", cmd.replacements, "started", cmd.started)
+		c.track(cmd)
+	}
+	return errors.Join(errs...)
+}
+
+// ownedClaims are the claims targeted by this process's commands.
+func (c *Controller) ownedClaims() map[string]bool {
+	owned := map[string]bool{}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range c.commands {
+		for _, t := range cmd.targets {
+			owned[t.claim] = true
+		}
+	}
+	return owned
+}
