@@ -20,8 +20,9 @@ import (
 // disruptionLog is what a manager process's log says its disruption loop did.
 type disruptionLog struct {
 	// replaces and deletes count the commands started; abandoned, those given up; released, the
-	// nodes of a dead process's command a new process released.
-	replaces, deletes, abandoned, released int
+	// nodes of a dead process's command a new process released; resumed, the dead process's recorded
+	// commands a new process took over.
+	replaces, deletes, abandoned, released, resumed int
 	// replacements are the NodeClaims replace commands launched.
 	replacements []string
 	// provisioned counts the NodeClaims the provisioner launched for pending pods: during
@@ -34,6 +35,7 @@ func (d *disruptionLog) add(o disruptionLog) {
 	d.deletes += o.deletes
 	d.abandoned += o.abandoned
 	d.released += o.released
+	d.resumed += o.resumed
 	d.replacements = append(d.replacements, o.replacements...)
 	d.provisioned += o.provisioned
 }
@@ -77,6 +79,8 @@ func (s *stack) readDisruptionLog(n int, since time.Time) (disruptionLog, error)
 			d.abandoned++
 		case "releasing node of an unfinished disruption command":
 			d.released++
+		case "resuming disruption command of a previous leader":
+			d.resumed++
 		}
 	}
 	return d, sc.Err()

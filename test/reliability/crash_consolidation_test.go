@@ -66,7 +66,7 @@ func TestCrashDuringConsolidation(t *testing.T) {
 			rows = append(rows, fmt.Sprintf("| %d | %s + %s | FAILED | | | | | | | | | |", trial, moment, extra.Round(10*time.Millisecond)))
 		}
 	}
-	report(t, "crash during consolidation", "| trial | killed at | killed after | in flight at the kill | consolidated after | nodes | $/h after | ÷ plan | commands replace / delete | nodes released | claims launched | of which provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|---|", rows)
+	report(t, "crash during consolidation", "| trial | killed at | killed after | in flight at the kill | consolidated after | nodes | $/h after | ÷ plan | commands replace / delete | commands resumed / nodes released | claims launched | of which provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|---|", rows)
 }
 
 func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, quiet, timeout time.Duration) string {
@@ -133,17 +133,17 @@ func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, q
 	}
 	total := first
 	total.add(second)
-	t.Logf("consolidated %s after the scale-down: %d → %d nodes, $%.3f → $%.3f/h; plan for %d pods from scratch %d nodes $%.3f/h (÷ %.3f); %d claims launched; commands: %d replace, %d delete (%d by the first process), %d abandoned; %d nodes released after the restart; %d claims provisioned for displaced pods",
+	t.Logf("consolidated %s after the scale-down: %d → %d nodes, $%.3f → $%.3f/h; plan for %d pods from scratch %d nodes $%.3f/h (÷ %.3f); %d claims launched; commands: %d replace, %d delete (%d by the first process), %d abandoned; after the restart %d commands resumed, %d nodes released; %d claims provisioned for displaced pods",
 		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), before.cost, after.cost, want,
-		len(plan.NewNodeClaims), plan.CostPerHour, ratio, launched, total.replaces, total.deletes, first.replaces+first.deletes, total.abandoned, second.released, total.provisioned)
+		len(plan.NewNodeClaims), plan.CostPerHour, ratio, launched, total.replaces, total.deletes, first.replaces+first.deletes, total.abandoned, second.resumed, second.released, total.provisioned)
 	at := moment
 	if !seen {
 		at += " (not seen)"
 	}
-	return fmt.Sprintf("| %s | %s + %s | %s | %d tainted, %d disrupting, %d launching, %d deleting | %s | %d → %d | $%.3f | %.3f | %d / %d | %d | %d | %d |",
+	return fmt.Sprintf("| %s | %s + %s | %s | %d tainted, %d disrupting, %d launching, %d deleting | %s | %d → %d | $%.3f | %.3f | %d / %d | %d / %d | %d | %d |",
 		strings.TrimPrefix(t.Name(), "TestCrashDuringConsolidation/"), at, extra.Round(10*time.Millisecond),
 		killedAfter.Round(100*time.Millisecond), len(atKill.tainted), len(atKill.disrupting), atKill.uninitialized, atKill.deleting,
-		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), after.cost, ratio, total.replaces, total.deletes, second.released, launched, total.provisioned)
+		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), after.cost, ratio, total.replaces, total.deletes, second.resumed, second.released, launched, total.provisioned)
 }
 
 // waitKillMoment waits (up to timeout) until the first manager shows the moment in the apiserver; it
