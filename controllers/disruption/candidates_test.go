@@ -97,3 +97,37 @@ func TestStampHashVersionKeepsDriftedClaimsDrifted(t *testing.T) {
 		}
 	}
 }
+
+// Drifted nodes are evaluated a bounded number per pass, resuming after the last one evaluated, so
+// every node gets its turn and no pass pays one solve per drifted node.
+func TestDriftTurnRotatesWithinBudget(t *testing.T) {
+	var drifted []*member
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		drifted = append(drifted, &member{claim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: n}}})
+	}
+	names := func(ms []*member) string {
+		s := ""
+		for _, m := range ms {
+			s += m.claim.Name
+		}
+		return s
+	}
+	seen := map[string]bool{}
+	last := ""
+	for pass, want := range []string{"ab", "cd", "ea", "bc"} {
+		got := names(driftTurn(drifted, last, 2))
+		if got != want {
+			t.Errorf("pass %d: evaluated %q, want %q", pass, got, want)
+		}
+		for _, r := range got {
+			seen[string(r)] = true
+		}
+		last = got[len(got)-1:]
+	}
+	if len(seen) != len(drifted) {
+		t.Errorf("only %d of %d drifted nodes got a turn", len(seen), len(drifted))
+	}
+	if got := names(driftTurn(drifted, "gone", 0)); got != "abcde" {
+		t.Errorf("no budget, unknown last: %q, want all from the cheapest", got)
+	}
+}

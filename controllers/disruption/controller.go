@@ -39,12 +39,15 @@ type Options struct {
 	// SpotToSpotConsolidation lets consolidation replace spot nodes by a spot node (upstream
 	// Karpenter's SpotToSpotConsolidation feature gate; off by default, as there).
 	SpotToSpotConsolidation bool
+	// DriftEvaluationsPerPass bounds how many drifted nodes one pass tries to plan a replacement for
+	// (each is a solve); the rest get their turn on later passes (0: no bound).
+	DriftEvaluationsPerPass int
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
 	return Options{PollInterval: 10 * time.Second, ValidationDelay: 5 * time.Second, ReplacementTimeout: 10 * time.Minute,
-		MinSavingsFraction: solver.DefaultMinSavingsFraction}
+		MinSavingsFraction: solver.DefaultMinSavingsFraction, DriftEvaluationsPerPass: 10}
 }
 
 // Controller is the disruption loop.
@@ -66,6 +69,8 @@ type Controller struct {
 	commands []*command
 	// blocked remembers the last Blocked event per claim, so it is sent once per change.
 	blocked map[string]string
+	// lastDriftEvaluated is the drifted claim the last pass evaluated last (see driftTurn).
+	lastDriftEvaluated string
 }
 
 // New returns the disruption controller.

@@ -85,7 +85,13 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	}
 	eligibleNodes.WithLabelValues("drifted").Set(float64(len(drifted)))
 	sort.SliceStable(drifted, func(i, j int) bool { return drifted[i].cost < drifted[j].cost })
-	for _, m := range drifted {
+	turn := driftTurn(drifted, c.lastDriftEvaluated, c.opts.DriftEvaluationsPerPass)
+	if len(turn) < len(drifted) {
+		log.FromContext(ctx).V(1).Info("drift evaluation budget: the other drifted nodes get their turn on later passes",
+			"evaluated", len(turn), "drifted", len(drifted), "budget", c.opts.DriftEvaluationsPerPass)
+	}
+	for _, m := range turn {
+		c.lastDriftEvaluated = m.claim.Name
 		cmd, why := c.driftCommand(in, m)
 		if why != "" {
 			c.blockedEvent(m, "cannot replace drifted node: "+why)
