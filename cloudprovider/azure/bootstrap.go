@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
@@ -91,6 +92,9 @@ func (p *CloudProvider) kubeletFlags(nc *azv1beta1.AKSNodeClass, claim *v1.NodeC
 	if p.opts.ClusterDNS != "" {
 		flags = append(flags, "--cluster-dns="+p.opts.ClusterDNS)
 	}
+	if taints := registerTaints(claim); len(taints) > 0 {
+		flags = append(flags, "--register-with-taints="+strings.Join(taints, ","))
+	}
 	if k := nc.Spec.Kubelet; k != nil {
 		add := func(name string, set bool, value any) {
 			if set {
@@ -114,6 +118,24 @@ func (p *CloudProvider) kubeletFlags(nc *azv1beta1.AKSNodeClass, claim *v1.NodeC
 		}
 	}
 	return flags
+}
+
+// registerTaints are the taints the kubelet registers the node with, as the AKS provider passes
+// them: the claim's taints and startup taints, and karpenter.sh/unregistered:NoExecute unless one
+// of them already is that taint (Joist lifts it once it has synced the node).
+func registerTaints(claim *v1.NodeClaim) []string {
+	var out []string
+	unregistered := false
+	for _, list := range [][]corev1.Taint{claim.Spec.Taints, claim.Spec.StartupTaints} {
+		for i := range list {
+			unregistered = unregistered || list[i].MatchTaint(&v1.UnregisteredNoExecuteTaint)
+			out = append(out, list[i].ToString())
+		}
+	}
+	if !unregistered {
+		out = append(out, v1.UnregisteredNoExecuteTaint.ToString())
+	}
+	return out
 }
 
 // vmID is the resource ID of the named VM in the node resource group.
