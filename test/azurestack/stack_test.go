@@ -21,9 +21,9 @@ import (
 	"github.com/joist-dev/joist/cloudprovider/azure/fake"
 )
 
-// manifests are the AKS provider's getting-started AKSNodeClass and a NodePool like the seed's
+// stackManifests are the AKS provider's getting-started AKSNodeClass and a NodePool like the seed's
 // general pool (spot and on-demand, amd64, D-family SKUs) with a limit for the guardrails.
-const manifests = `
+const stackManifests = `
 apiVersion: karpenter.azure.com/v1beta1
 kind: AKSNodeClass
 metadata: {name: default}
@@ -48,7 +48,7 @@ spec:
 // setUp applies the manifests and waits for the AKSNodeClass to resolve its images through ARM.
 func (s *stack) setUp(ctx context.Context) {
 	s.t.Helper()
-	for _, doc := range strings.Split(manifests, "\n---\n") {
+	for _, doc := range strings.Split(stackManifests, "\n---\n") {
 		obj := map[string]any{}
 		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
 			s.t.Fatal(err)
