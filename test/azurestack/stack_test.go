@@ -138,6 +138,12 @@ func keys[V any](m map[string]V) []string {
 // claim to turn Ready and the kube-scheduler to bind pod to the node.
 func (s *stack) registerAndSchedule(ctx context.Context, claim *v1.NodeClaim, pod *corev1.Pod) string {
 	s.t.Helper()
+	return s.registerAndScheduleWith(ctx, ctx, claim, pod)
+}
+
+// registerAndScheduleWith is registerAndSchedule with the node's kubelet running until kubeletCtx ends.
+func (s *stack) registerAndScheduleWith(kubeletCtx, ctx context.Context, claim *v1.NodeClaim, pod *corev1.Pod) string {
+	s.t.Helper()
 	b := parseCustomData(s.t, s.arm.LastCustomData())
 	if got := b.flags["--provider-id"]; got != claim.Status.ProviderID {
 		s.t.Fatalf("custom data's --provider-id %q, claim's %q", got, claim.Status.ProviderID)
@@ -147,7 +153,7 @@ func (s *stack) registerAndSchedule(ctx context.Context, claim *v1.NodeClaim, po
 	}
 	node := "aks-" + claim.Name // the VM's computer name, the kubelet's hostname
 	register(ctx, s.t, s.kube, node, b, claim)
-	go kubelet(ctx, s.kube, node)
+	go kubelet(kubeletCtx, s.kube, node)
 	eventually(ctx, s.t, "the claim Ready on its node", 90*time.Second, func() (bool, string) {
 		nc := &v1.NodeClaim{}
 		if err := s.kube.Get(ctx, client.ObjectKeyFromObject(claim), nc); err != nil {
