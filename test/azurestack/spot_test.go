@@ -22,11 +22,7 @@ import (
 // garbage collection deletes the claim within its sweep period, and the claim's termination removes
 // the Node without trying to delete the VM again.
 func TestSpotEvictionDeletesTheClaim(t *testing.T) {
-	s := newStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute)
-	defer cancel()
-	s.start()
-	s.setUp(ctx)
+	s, ctx := startedStack(t, 7*time.Minute)
 	pod := s.pendingPod(ctx, "app")
 	claim := s.launchedClaim(ctx, 90*time.Second)
 	vm := s.assertOneVM(claim)

@@ -45,6 +45,18 @@ spec:
   limits: {cpu: "100"}
 `
 
+// startedStack is a stack whose manager runs with the manifests applied and the class Ready, and a
+// context that ends after timeout (or with the test).
+func startedStack(t *testing.T, timeout time.Duration) (*stack, context.Context) {
+	t.Helper()
+	s := newStack(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	s.start()
+	s.setUp(ctx)
+	return s, ctx
+}
+
 // setUp applies the manifests and waits for the AKSNodeClass to resolve its images through ARM.
 func (s *stack) setUp(ctx context.Context) {
 	s.t.Helper()
@@ -224,11 +236,7 @@ func (s *stack) countStatus(status int) int {
 // VM's custom data registers → the claim Ready and the pod bound → the claim deleted → the VM and
 // NIC deleted, the node and the claim gone.
 func TestPendingPodLaunchesAnAzureVMItsNodeRegistersAndRetires(t *testing.T) {
-	s := newStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	s.start()
-	s.setUp(ctx)
+	s, ctx := startedStack(t, 4*time.Minute)
 	s.arm.ThrottleNext(2)
 	pod := s.pendingPod(ctx, "app")
 	claim := s.launchedClaim(ctx, 90*time.Second)
@@ -251,11 +259,7 @@ func TestPendingPodLaunchesAnAzureVMItsNodeRegistersAndRetires(t *testing.T) {
 // launch, finds the VM by its name and launches no second one (no second NIC either), and the claim
 // goes on to register and retire.
 func TestVMCreateOutlivingTheManagerLaunchesNoSecondVM(t *testing.T) {
-	s := newStack(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	s.start()
-	s.setUp(ctx)
+	s, ctx := startedStack(t, 4*time.Minute)
 	s.arm.HoldCreates()
 	pod := s.pendingPod(ctx, "app")
 	eventually(ctx, t, "ARM accepting a VM create", 90*time.Second, func() (bool, string) {
