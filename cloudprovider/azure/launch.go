@@ -258,7 +258,7 @@ func (p *CloudProvider) launchedClaim(nc *azv1beta1.AKSNodeClass, claim *v1.Node
 	}
 	out.Labels[azv1beta1.AKSLabelScaleSetPriority] = priority
 	out.Labels[azv1beta1.AKSLabelPriority] = priority
-	out.Labels[azv1beta1.AKSLabelCluster] = p.opts.ResourceGroup
+	out.Labels[azv1beta1.AKSLabelCluster] = clusterLabel(p.opts.ResourceGroup)
 	if out.Annotations == nil {
 		out.Annotations = map[string]string{}
 	}

@@ -40,7 +40,7 @@ type harness struct {
 // "default" with the AKSNodeClass controller. The provider reads only AKSNodeClasses and
 // NodeClaims from Kubernetes, so a controller-runtime fake client stands in for the apiserver here;
 // test/azurestack runs the whole stack against a real one.
-func newHarness(t *testing.T, spec azv1beta1.AKSNodeClassSpec) *harness {
+func newHarness(t *testing.T, spec azv1beta1.AKSNodeClassSpec, options ...func(*azureprovider.Options)) *harness {
 	t.Helper()
 	f := fake.New()
 	t.Cleanup(f.Close)
@@ -57,11 +57,15 @@ func newHarness(t *testing.T, spec azv1beta1.AKSNodeClassSpec) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := azureprovider.New(kube, clients, cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0), clock.RealClock{}, azureprovider.Options{
+	opts := azureprovider.Options{
 		ClusterName: "prod", Location: fake.Location, ResourceGroup: fake.ResourceGroup, SubnetID: fake.SubnetID,
 		ClusterEndpoint: "https://prod-dns-1234.hcp.eastus.azmk8s.io:443", ClusterCABundle: base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n")),
 		KubeletBootstrapToken: "abcdef.0123456789abcdef", ClusterDNS: "10.0.0.10", SSHPublicKey: "ssh-rsa AAAA joist", PollFrequency: 10 * time.Millisecond,
-	})
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	p := azureprovider.New(kube, clients, cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0), clock.RealClock{}, opts)
 	ctrl := aksnodeclass.New(kube, clients.Images, clients.Subnets, aksnodeclass.Options{Location: fake.Location, DefaultSubnetID: fake.SubnetID,
 		KubernetesVersion: func(context.Context) (string, error) { return "1.33.2", nil }})
 	if _, err := ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "default"}}); err != nil {

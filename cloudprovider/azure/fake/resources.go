@@ -105,7 +105,7 @@ func (s *Server) putVM(w http.ResponseWriter, r *http.Request, name string) {
 	props.VMID = to.Ptr("vm-" + name)
 	s.lastCustomData = str(props.OSProfile.CustomData)
 	props.OSProfile.CustomData = nil // ARM never returns custom data
-	op := &operation{polls: 1}
+	op := &operation{polls: 1, held: s.holdCreates}
 	if fail != nil {
 		op.errCode, op.errMsg = fail.Code, fail.Message
 	} else {

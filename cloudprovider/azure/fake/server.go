@@ -67,10 +67,14 @@ type Server struct {
 	onDemand       map[string]float64
 	imageVersion   string
 	lastCustomData string
+	holdCreates    bool
+	tokens         map[string]bool
+	tokenRequests  int
 }
 
 type operation struct {
-	polls   int // InProgress answers left
+	held    bool // InProgress until ReleaseCreates
+	polls   int  // InProgress answers left
 	errCode string
 	errMsg  string
 	done    func() // applied when it succeeds
@@ -80,7 +84,7 @@ type operation struct {
 // and spot at a third of them, and one node image version per definition.
 func New() *Server {
 	s := &Server{vms: map[string]*armcompute.VirtualMachine{}, nics: map[string]*armnetwork.Interface{}, ops: map[string]*operation{},
-		spotPrices: map[string]float64{}, onDemand: map[string]float64{}, imageVersion: ImageVersion}
+		spotPrices: map[string]float64{}, onDemand: map[string]float64{}, imageVersion: ImageVersion, tokens: map[string]bool{staticTokenValue: true}}
 	for _, sku := range azuredata.Embedded().SKUs {
 		api := &armcompute.ResourceSKU{Name: to.Ptr(sku.Name), Family: to.Ptr(sku.Family), ResourceType: to.Ptr("virtualMachines"),
 			Tier: to.Ptr("Standard"), Locations: []*string{to.Ptr(Location)},
@@ -109,8 +113,10 @@ func Credential() azcore.TokenCredential { return staticToken{} }
 
 type staticToken struct{}
 
+const staticTokenValue = "fake"
+
 func (staticToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
-	return azcore.AccessToken{Token: "fake", ExpiresOn: time.Now().Add(time.Hour)}, nil
+	return azcore.AccessToken{Token: staticTokenValue, ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
 // ThrottleNext answers the next n requests with 429 and Retry-After: 1.
@@ -214,16 +220,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	rec := &recorder{ResponseWriter: w, status: 200}
 	defer func() { s.calls = append(s.calls, Call{Method: r.Method, Path: r.URL.Path, Status: rec.status}) }()
-	if s.throttle > 0 {
+	if s.throttle > 0 && r.URL.Path != ManagedIdentityPath {
 		s.throttle--
 		rec.Header().Set("Retry-After", "1")
 		armError(rec, http.StatusTooManyRequests, "TooManyRequests", "The request is being throttled.")
 		return
 	}
 	p := r.URL.Path
-	switch {
-	case p == "/api/retail/prices":
+	switch p {
+	case ManagedIdentityPath:
+		s.managedIdentityToken(rec, r)
+		return
+	case "/api/retail/prices": // public, unauthenticated
 		s.prices(rec, r)
+		return
+	}
+	if !s.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")] {
+		armError(rec, http.StatusUnauthorized, "AuthenticationFailed", "Authentication failed. The 'Authorization' header is missing or carries a token this tenant did not issue.")
+		return
+	}
+	switch {
 	case opPath.MatchString(p):
 		s.operation(rec, opPath.FindStringSubmatch(p)[1])
 	case skuPath.MatchString(p):
@@ -284,8 +300,10 @@ func (s *Server) operation(w http.ResponseWriter, id string) {
 		armError(w, 404, "NotFound", "operation "+id)
 		return
 	}
-	if op.polls > 0 {
-		op.polls--
+	if op.held || op.polls > 0 {
+		if !op.held {
+			op.polls--
+		}
 		writeJSON(w, 200, map[string]any{"status": "InProgress"})
 		return
 	}
