@@ -349,8 +349,8 @@ func TestCSVInstallStrategy(t *testing.T) {
 	// The grant NodeClaims' blockOwnerDeletion owner references need under OpenShift's
 	// OwnerReferencesPermissionEnforcement, as the apiserver's authorizer decides it for the SA.
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   "system:serviceaccount:" + olmNamespace + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + olmNamespace, "system:authenticated"},
+		User:               "system:serviceaccount:" + olmNamespace + ":" + sa,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + olmNamespace, "system:authenticated"},
 		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: v1.Group, Resource: "nodepools", Subresource: "finalizers", Verb: "update", Name: "general"},
 	}}
 	if err := e.Client.Create(ctx, review); err != nil {
