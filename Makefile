@@ -123,7 +123,7 @@ undeploy: ## Remove what `make deploy` installed (CRDs included: their objects g
 	$(KUBECTL) delete --ignore-not-found -k $(DEPLOY_DIR)
 
 .PHONY: helm-lint
-helm-lint: manifests ## Lint and render the Helm chart charts/joist with the Helm SDK over several value sets, and check it agrees with config/default and the bundle (part of make test).
+helm-lint: k8s-assets manifests ## Lint and render the Helm chart charts/joist with the Helm SDK over several value sets, and check it agrees with config/default and the bundle (part of make test).
 	$(GO) test ./test/deploy -run 'TestChart|TestOneSource' -count=1
 
 .PHONY: helm-install

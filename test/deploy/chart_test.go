@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/joist-dev/joist/hack/chart"
@@ -46,11 +45,6 @@ func chartManager(t *testing.T, r rendered) corev1.Container {
 	var dep appsv1.Deployment
 	r.get(t, "Deployment", chartRelease, &dep)
 	return containerNamed(t, dep.Spec.Template.Spec, "manager")
-}
-
-// has reports whether the rendered objects include one of kind and name.
-func (r rendered) has(kind, name string) bool {
-	return slices.ContainsFunc(r.objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind && o.GetName() == name })
 }
 
 func (r rendered) count(kind string) int {
