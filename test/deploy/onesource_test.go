@@ -284,6 +284,17 @@ func TestOneSource(t *testing.T) {
 		t.Error(d)
 	}
 	t.Logf("agree on %d CRDs, %d grants, %d webhooks", len(helm.crds), len(helm.grants), len(helm.webhooks))
+
+	// With the KWOK provider: the chart's cloudProvider=kwok and config/kwok (the same plus creating Nodes).
+	r, ch := renderChart(t, map[string]any{"cloudProvider": "kwok"})
+	helmKWOK := installOf(t, "the Helm chart with cloudProvider=kwok", append(slices.Clone(ch.CRDs), r.objs...))
+	kustomizeKWOK := installOf(t, "config/kwok", render(t, "kwok"))
+	if !helmKWOK.grants["cluster /nodes create"] {
+		t.Error("the kwok chart does not grant creating Nodes")
+	}
+	for _, d := range disagreements(kustomizeKWOK, helmKWOK) {
+		t.Error(d)
+	}
 }
 
 // TestOneSourceCatchesADisagreement: a rule added to the chart's manager ClusterRole alone, or a
