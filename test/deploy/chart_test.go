@@ -232,10 +232,14 @@ func TestChartValues(t *testing.T) {
 		t.Errorf("webhook.enabled=false: args %v mounts %v", c.Args, c.VolumeMounts)
 	}
 
-	// Karpenter's feature gates Joist lacks are refused, naming the gate, rather than dropped.
+	// Karpenter's feature gates Joist lacks are refused, naming the gate, rather than dropped; values
+	// of the wrong type or form are refused by values.schema.json, naming the value.
 	for values, want := range map[string]map[string]any{
 		"settings.featureGates.nodeRepair": {"settings": map[string]any{"featureGates": map[string]any{"nodeRepair": true}}},
-		`cloudProvider "gcp"`:              {"cloudProvider": "gcp"},
+		"cloudProvider":                    {"cloudProvider": "gcp"},
+		"replicas":                         {"replicas": "two"},
+		"clusterEndpoint":                  {"settings": map[string]any{"clusterEndpoint": "ABCDEF.eks.amazonaws.com"}},
+		"batchMaxDuration":                 {"settings": map[string]any{"batchMaxDuration": "10 seconds"}},
 	} {
 		_, err := chart.Render(chartDir(t), chart.Release{Name: chartRelease, Namespace: chartNamespace, Values: want})
 		if err == nil || !strings.Contains(err.Error(), values) {
