@@ -63,6 +63,7 @@ var chartValueSets = map[string]map[string]any{
 	"eks":          {"settings": map[string]any{"clusterName": "prod", "interruptionQueue": "prod"}, "serviceAccount": map[string]any{"annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/joist"}}},
 	"cert-manager": {"webhook": map[string]any{"certManager": map[string]any{"enabled": true}}},
 	"kwok":         {"cloudProvider": "kwok", "replicas": 1},
+	"azure":        {"cloudProvider": "azure", "settings": map[string]any{"clusterName": "aks-prod", "clusterEndpoint": "https://aks-prod.hcp.eastus.azmk8s.io:443"}},
 	"no webhooks":  {"webhook": map[string]any{"enabled": false}},
 }
 
