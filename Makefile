@@ -33,16 +33,17 @@ help: ## Display this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: ## Generate CRDs, RBAC and webhook manifests from markers.
+manifests: ## Generate CRDs, RBAC and webhook manifests from markers, and the Helm chart's copies of them (charts/joist crds/ and files/).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="$(GEN_PATHS)" output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./hack/chart/cmd -config config -chart charts/joist
 
 .PHONY: generate
 generate: ## Generate DeepCopy methods from markers.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: verify
-verify: manifests generate bundle ## Fail when generated files (CRDs, RBAC, webhooks, DeepCopy, bundle/) are out of date.
-	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile)" || (git status --short -- config api bundle bundle.Dockerfile; echo "generated files are stale or uncommitted: run 'make manifests generate bundle' and commit"; exit 1)
+verify: manifests generate bundle ## Fail when generated files (CRDs, RBAC, webhooks, DeepCopy, bundle/, the chart's copies) are out of date.
+	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile charts)" || (git status --short -- config api bundle bundle.Dockerfile charts; echo "generated files are stale or uncommitted: run 'make manifests generate bundle' and commit"; exit 1)
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -113,6 +114,9 @@ docker-push: ## Push the manager image (needs a Docker engine).
 # The kustomize directory `make deploy` installs: config/default (the aws provider: patch in CLUSTER_NAME etc., see
 # docs/aws.md) or config/kwok (the KWOK provider, with its permission to create Nodes).
 DEPLOY_DIR ?= config/default
+# The namespace and extra flags of `make helm-install`.
+HELM_NAMESPACE ?= joist-system
+HELM_ARGS ?=
 
 .PHONY: deploy
 deploy: manifests ## Install Joist into the cluster in $KUBECONFIG with kustomize (needs cert-manager; DEPLOY_DIR=config/kwok for KWOK; see README).
@@ -121,6 +125,14 @@ deploy: manifests ## Install Joist into the cluster in $KUBECONFIG with kustomiz
 .PHONY: undeploy
 undeploy: ## Remove what `make deploy` installed (CRDs included: their objects go too).
 	$(KUBECTL) delete --ignore-not-found -k $(DEPLOY_DIR)
+
+.PHONY: helm-lint
+helm-lint: k8s-assets manifests ## Lint and render the Helm chart charts/joist with the Helm SDK over several value sets, and check it agrees with config/default and the bundle (part of make test).
+	$(GO) test ./test/deploy -run 'TestChart|TestOneSource' -count=1
+
+.PHONY: helm-install
+helm-install: ## Install Joist into the cluster in $KUBECONFIG with Helm (HELM_ARGS="--set settings.clusterName=..."; see README).
+	helm upgrade --install joist charts/joist --namespace $(HELM_NAMESPACE) --create-namespace $(HELM_ARGS)
 
 .PHONY: bundle
 bundle: manifests ## Generate the OLM bundle (bundle/, bundle.Dockerfile) from config/manifests; validated by test/deploy.

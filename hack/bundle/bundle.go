@@ -236,22 +236,24 @@ func marshal(v any) ([]byte, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	prune(m)
+	prune(m, "")
 	return yaml.Marshal(m)
 }
 
-func prune(m map[string]any) {
+// prune drops the empty fields the typed structs write, except a CRD version's status subresource,
+// whose empty map is what enables it (parent is the key m sits under).
+func prune(m map[string]any, parent string) {
 	for k, v := range m {
 		switch x := v.(type) {
 		case map[string]any:
-			prune(x)
-			if len(x) == 0 && (k == "status" || k == "metadata" || k == "resources" || k == "strategy") {
+			prune(x, k)
+			if len(x) == 0 && (k == "status" && parent != "subresources" || k == "metadata" || k == "resources" || k == "strategy") {
 				delete(m, k)
 			}
 		case []any:
 			for _, e := range x {
 				if em, ok := e.(map[string]any); ok {
-					prune(em)
+					prune(em, k)
 				}
 			}
 		case nil:

@@ -137,7 +137,8 @@ func buildManager(t *testing.T) string {
 // $CLOUD_PROVIDER, config/kwok selects kwok. The real binary, started as each install renders it,
 // agrees: config/default alone stops at once naming CLUSTER_NAME and CLUSTER_ENDPOINT; with docs/aws.md's
 // kustomize patch, or with its Subscription env merged into the CSV's Deployment as OLM merges it,
-// the aws settings pass and the manager goes on to look for its cluster.
+// the aws settings pass and the manager goes on to look for its cluster. So does the Helm chart with
+// settings.clusterName and the other settings (every flag it renders parses).
 func TestInstallsSelectTheirProvider(t *testing.T) {
 	root := repoRoot(t)
 	base := managerContainer(t, renderDefault(t))
@@ -196,7 +197,13 @@ func TestInstallsSelectTheirProvider(t *testing.T) {
 			t.Errorf("config/default without the cluster: output does not name %q:\n%s", want, out)
 		}
 	}
+	helm, _ := renderChart(t, map[string]any{
+		"settings":   map[string]any{"clusterName": "prod", "clusterEndpoint": "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com", "interruptionQueue": "joist-prod"},
+		"controller": map[string]any{"env": []any{map[string]any{"name": "AWS_REGION", "value": "us-west-2"}}},
+		"logLevel":   "debug",
+	})
 	for name, c := range map[string]corev1.Container{
+		"the Helm chart with settings.clusterName":    chartManager(t, helm),
 		"the CSV with docs/aws.md's Subscription env": mergeSubscriptionEnv(olm, eksEnv),
 		"config/default with docs/aws.md's patch":     eks,
 		"config/kwok": kwok,
