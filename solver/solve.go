@@ -3,18 +3,13 @@ package solver
 // Solve places the pending pods of in: onto existing nodes and in-flight claims first, then onto
 // new nodes it plans, and explains every pod it cannot place. It is pure and deterministic.
 func Solve(in Input) Result {
-	s := &solver{in: in, groupIdx: map[string]*group{}}
-	s.setup()
-	s.buildDaemonSets()
-	s.buildPools()
-	s.buildExisting()
-	s.buildClasses()
-	s.registerExistingAnti()
-	s.resolveMembership()
-	s.countExisting()
-	s.orderClasses()
-	s.pendingPrices()
-	s.place()
+	s := placed(in, false)
+	// When capacity (limits, or existing nodes alone) leaves room for only some pods and the
+	// size-ordered placement left out a pod of higher priority than one it placed, place again
+	// highest priority first.
+	if s.priorityInverted() {
+		s = placed(in, true)
+	}
 	memo := newPassMemo(s.classes)
 	s.improve(memo)
 	// A plan still far above the cheap bound after the greedy placement (lpFarOff) goes straight
@@ -37,6 +32,24 @@ func Solve(in Input) Result {
 	memo.patterns = false
 	s.tail(memo)
 	return s.result()
+}
+
+// placed is a solver over in after its greedy placement; priorityFirst orders the classes by
+// priority before size.
+func placed(in Input, priorityFirst bool) *solver {
+	s := &solver{in: in, groupIdx: map[string]*group{}, priorityFirst: priorityFirst}
+	s.setup()
+	s.buildDaemonSets()
+	s.buildPools()
+	s.buildExisting()
+	s.buildClasses()
+	s.registerExistingAnti()
+	s.resolveMembership()
+	s.countExisting()
+	s.orderClasses()
+	s.pendingPrices()
+	s.place()
+	return s
 }
 
 // lpFarOff: after the greedy placement and its split pass, plans above this multiple of the

@@ -27,6 +27,9 @@ type Input struct {
 	// volume. A node attaches each volume once, however many of its pods use it, and at most its
 	// ExistingNode.VolumeLimits per driver.
 	VolumeDrivers map[string]string
+	// Namespaces maps a namespace's name to its labels, for the namespaceSelector of pod affinity
+	// terms. A namespace it does not list is taken to carry only kubernetes.io/metadata.name.
+	Namespaces map[string]map[string]string
 }
 
 // NodePoolInput is a NodePool and what it may launch.
