@@ -39,6 +39,7 @@ type solver struct {
 	nsLabels   namespaceLabels
 	// priorityFirst places higher-priority classes first (see Solve).
 	priorityFirst bool
+	tally         workTally // the budgeted LPs' work, for Result.Passes
 }
 
 type dsPod struct {

@@ -70,6 +70,9 @@ type Result struct {
 	CostPerHour float64
 	// LowerBoundPerHour is the LP-relaxation bound on the cost of the placed demand.
 	LowerBoundPerHour float64
+	// Passes reports the passes the plan went through, in order: which ran, their effect on
+	// cost, their LP work and whether a work budget cut one short.
+	Passes []PassReport
 }
 
 // ExistingPlacement is pods placed on one existing node or in-flight claim.
