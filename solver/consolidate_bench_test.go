@@ -1,6 +1,7 @@
 package solver_test
 
 import (
+	"syscall"
 	"testing"
 
 	"github.com/joist-dev/joist/solver"
@@ -39,9 +40,11 @@ func BenchmarkConsolidation(b *testing.B) {
 	b.Run("roundrobin", func(b *testing.B) {
 		in := consolidatebench.RoundRobin()
 		var plan solver.ConsolidationPlan
+		cpu0 := processCPU()
 		for b.Loop() {
 			plan = solver.Consolidate(in)
 		}
+		b.ReportMetric((processCPU()-cpu0)/float64(b.N), "cpu-s/op")
 		scratch := solver.Solve(consolidatebench.AllPods(in))
 		after := applyPlan(in, plan)
 		b.ReportMetric(float64(len(in.Nodes)), "nodes-before")
@@ -60,4 +63,11 @@ func BenchmarkConsolidation(b *testing.B) {
 		}
 		b.ReportMetric(float64(len(plan.Commands)), "commands")
 	})
+}
+
+// processCPU is the process's user+system CPU seconds: steadier than wall time on a shared machine.
+func processCPU() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
