@@ -26,6 +26,7 @@ type class struct {
 	req      resVec
 
 	baseAlts   []requirements.Set
+	ownAlts    []requirements.Set // baseAlts before key spreads and key terms pinned keys (domains.go)
 	volZones   []string
 	prefNode   []weightedReqs
 	tols       []corev1.Toleration
@@ -227,7 +228,7 @@ func (s *solver) initClass(c *class, claims []string) {
 			}
 		}
 	}
-	c.baseAlts = alts
+	c.baseAlts, c.ownAlts = alts, alts
 	c.tols = spec.Tolerations
 	aff := spec.Affinity
 	if aff != nil && aff.NodeAffinity != nil {

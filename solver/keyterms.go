@@ -20,11 +20,10 @@ import (
 //     anti-affinity on the key selects the class; a class whose term selects its own pods is dealt
 //     one pod per remaining domain, cheapest first, and the pods beyond the domains are
 //     unschedulable with a reason naming the term; any other class goes to the cheapest domain;
-//   - affinity: the class is pinned to the domains that hold a pod the term selects (bound pods, and
-//     pending classes pinned to one domain); a class whose term selects only itself, while no bound
-//     pod matches, goes to the cheapest domain (the first pod lands anywhere, the rest follow it);
-//     a term selecting only pending pods of no known domain leaves the class unschedulable until
-//     those pods run (the kube-scheduler would hold it the same way);
+//   - affinity: the class is pinned to the domains that hold a bound pod the term selects; a class
+//     whose term selects itself, while no bound pod matches, goes to the cheapest domain (the first
+//     pod lands anywhere, the rest follow it); a term selecting only pending pods leaves the class
+//     unschedulable until those pods run (the kube-scheduler holds it the same way);
 //   - a pending class whose domain is not pinned and which another pod's anti-affinity term
 //     selects gets the key NotIn the owners' domains.
 // Preferred terms on these keys are preferences the packing does not weigh.
@@ -292,25 +291,27 @@ func (kd *keyDealer) deal(c *class, key string, ts []keyTerm) []*class {
 	return parts
 }
 
-// matchingDomains lists the domains of key holding a pod m selects: bound pods, and known pending
-// classes other than c pinned to the key (to exactly one domain when certain is set, as affinity
-// needs a pod that is surely there).
-func (kd *keyDealer) matchingDomains(m *podMatcher, key string, known []*class, c *class, certain bool) []string {
+// matchingDomains lists the domains of key holding a pod m selects: bound pods, and (unless
+// boundOnly) known pending classes other than c pinned to the key. Affinity counts bound pods only:
+// a pending class pinned to a domain may still find no node there, which would leave the pod
+// following it with nothing to follow.
+func (kd *keyDealer) matchingDomains(m *podMatcher, key string, known []*class, c *class, boundOnly bool) []string {
 	var out []string
 	for _, b := range kd.boundOn(key) {
 		if m.matches(b.ns, b.labels) {
 			out = append(out, b.domain)
 		}
 	}
+	if boundOnly {
+		return uniqSorted(out)
+	}
 	for _, o := range known {
 		if o == c || o.err != "" || !m.matches(o.ns, o.labels) {
 			continue
 		}
-		vals, ok := pinnedValues(o, key)
-		if !ok || (certain && len(vals) != 1) {
-			continue
+		if vals, ok := pinnedValues(o, key); ok {
+			out = append(out, vals...)
 		}
-		out = append(out, vals...)
 	}
 	return uniqSorted(out)
 }
@@ -369,9 +370,11 @@ func (kd *keyDealer) keepOut(classes []*class) {
 			}
 			out := uniqSorted(byKey[key])
 			r, _ := requirements.New(corev1.NodeSelectorOpNotIn, out)
+			alts := make([]requirements.Set, len(c.baseAlts)) // a new slice: ownAlts keeps the old one
 			for i, a := range c.baseAlts {
-				c.baseAlts[i] = a.With(key, r)
+				alts[i] = a.With(key, r)
 			}
+			c.baseAlts = alts
 			note := fmt.Sprintf("the required anti-affinity of other pods keeps it out of %s=%s", key, strings.Join(out, ","))
 			if c.dealt != "" {
 				note = c.dealt + "; " + note

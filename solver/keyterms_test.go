@@ -67,6 +67,11 @@ func TestAffinityOnCustomKeyFollowsBoundPod(t *testing.T) {
 	// No pod it selects anywhere: refused, naming the term.
 	r = solve(t, rackInput(pod("lonely", "1", "1Gi", podAffinity(rackKey, map[string]string{"app": "nothing"}))))
 	wantReason(t, r, "lonely", "pod affinity (example.com/rack")
+	// Selecting only pending pods (here pinned to rack r1, which no node can offer): the pod waits
+	// for them to run, with the term named, rather than following pods that may never land.
+	db = pod("db-1", "100m", "100Mi", label("app", "db"), nodeSelector(rackKey, "r9"))
+	r = solve(t, rackInput(db, pod("api", "1", "1Gi", podAffinity(rackKey, map[string]string{"app": "db"}))))
+	wantReason(t, r, "api", "pod affinity (example.com/rack, selector \"app=db\"): no pod it selects runs")
 	// Selecting only itself: all pods in one rack.
 	r = solve(t, rackInput(pods(3, "web", "3", "1Gi", label("app", "web"), podAffinity(rackKey, web))...))
 	mustPlaceAll(t, r)
