@@ -421,8 +421,8 @@ func podPriority(p *corev1.Pod) int32 {
 	return 0
 }
 
-// priorityInverted reports whether the placement left out a pod (for lack of room or limits, not
-// a constraint no node can meet) of higher priority than a pod it placed.
+// priorityInverted reports whether the placement left out a pod for lack of room (limits, or the
+// existing nodes' room when there is no NodePool) of higher priority than a pod it placed.
 func (s *solver) priorityInverted() bool {
 	lowestPlaced, highestLeft := int32(0), int32(0)
 	anyPlaced, anyLeft := false, false
@@ -432,8 +432,14 @@ func (s *solver) priorityInverted() bool {
 		}
 	}
 	for _, u := range s.unsched {
+		// Room ran out: a pool's limits, or (with no NodePool to launch from) the existing nodes'.
+		// A pod no instance type can hold stays out whatever the order.
 		switch u.Cause {
-		case CauseLimits, CauseResources, CauseNoCapacity:
+		case CauseLimits:
+		case CauseResources, CauseNoCapacity:
+			if len(s.pools) > 0 {
+				continue
+			}
 		default:
 			continue
 		}
