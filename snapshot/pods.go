@@ -11,12 +11,20 @@ import (
 // kube-scheduler or not yet attempted by it. Counting not-yet-attempted pods lets a batch start with
 // the pods' creation instead of waiting for the scheduler to get to them; the solver places a pod
 // that fits existing or in-flight capacity there, so no node is launched for it.
+//
+// A pod naming another scheduler (spec.schedulerName) counts, as in Karpenter, only once its
+// scheduler has marked it Unschedulable: the default scheduler never tries it, and a pod whose
+// scheduler is not running would otherwise get capacity it never uses. The solver then places it
+// by the default scheduler's rules, as Karpenter does.
 func Provisionable(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() || len(pod.Spec.SchedulingGates) > 0 {
 		return false
 	}
 	if podkind.IsFinished(pod) || podkind.IsDaemonSet(pod) || podkind.IsMirror(pod) {
 		return false
+	}
+	if name := pod.Spec.SchedulerName; name != "" && name != corev1.DefaultSchedulerName {
+		return MarkedUnschedulable(pod)
 	}
 	return scheduledCondition(pod) == nil || MarkedUnschedulable(pod)
 }

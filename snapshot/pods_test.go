@@ -23,6 +23,9 @@ func TestProvisionable(t *testing.T) {
 		{"finished", corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, false},
 		{"deleting", corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.Now())}}, false},
 		{"daemonset", corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "DaemonSet", Controller: ptr.To(true)}}}}, false},
+		{"another scheduler, not attempted", corev1.Pod{Spec: corev1.PodSpec{SchedulerName: "volcano"}}, false},
+		{"another scheduler, marked unschedulable", corev1.Pod{Spec: corev1.PodSpec{SchedulerName: "volcano"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{unschedulable}}}, true},
+		{"default scheduler named, not attempted", corev1.Pod{Spec: corev1.PodSpec{SchedulerName: corev1.DefaultSchedulerName}}, true},
 		{"mirror", corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{corev1.MirrorPodAnnotationKey: "x"}}}, false},
 	} {
 		if got := Provisionable(&tc.pod); got != tc.want {

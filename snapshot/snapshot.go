@@ -39,6 +39,8 @@ type Cluster struct {
 	StorageClasses         []*storagev1.StorageClass
 	CSINodes               []*storagev1.CSINode
 	Guardrails             []policyv1alpha1.Guardrail
+	// Namespaces give their labels to the namespaceSelectors of pod affinity terms.
+	Namespaces []*corev1.Namespace
 }
 
 // Options are what the caller decides beyond the objects.
@@ -195,6 +197,15 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 	vx := newVolumeIndex(c)
 	s.Input.VolumeZones = volumeZones(s.Pending, vx)
 	s.Input.VolumeDrivers = volumeDrivers(c.Pods, vx)
+	for _, ns := range c.Namespaces {
+		if ns == nil {
+			continue
+		}
+		if s.Input.Namespaces == nil {
+			s.Input.Namespaces = map[string]map[string]string{}
+		}
+		s.Input.Namespaces[ns.Name] = ns.Labels
+	}
 	return s, nil
 }
 

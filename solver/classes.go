@@ -16,15 +16,17 @@ import (
 // class is a set of pods identical for scheduling: same namespace, labels, requests and
 // constraints. The solver places classes, not pods.
 type class struct {
-	key    string
-	pods   []*corev1.Pod
-	next   int
-	ns     string
-	labels labels.Set
-	spec   *corev1.PodSpec
-	req    resVec
+	key      string
+	priority int32
+	pods     []*corev1.Pod
+	next     int
+	ns       string
+	labels   labels.Set
+	spec     *corev1.PodSpec
+	req      resVec
 
 	baseAlts   []requirements.Set
+	ownAlts    []requirements.Set // baseAlts before key spreads and key terms pinned keys (domains.go)
 	volZones   []string
 	prefNode   []weightedReqs
 	tols       []corev1.Toleration
@@ -107,6 +109,7 @@ type classKey struct {
 	Ports       []string                          `json:",omitempty"`
 	Claims      []string                          `json:",omitempty"`
 	Req         resVec
+	Priority    int32 `json:",omitempty"`
 }
 
 // claimNames are the keys of p's attachable volumes (PodVolumes).
@@ -147,7 +150,7 @@ func (s *solver) buildClasses() {
 			portKeys = append(portKeys, fmt.Sprintf("%s/%s/%d", hp.proto, hp.ip, hp.port))
 		}
 		k := classKey{NS: p.Namespace, Labels: p.Labels, NodeSel: p.Spec.NodeSelector, Affinity: p.Spec.Affinity,
-			Tolerations: p.Spec.Tolerations, Spread: p.Spec.TopologySpreadConstraints, Ports: portKeys, Claims: claims, Req: req}
+			Tolerations: p.Spec.Tolerations, Spread: p.Spec.TopologySpreadConstraints, Ports: portKeys, Claims: claims, Req: req, Priority: podPriority(p)}
 		raw, err := json.Marshal(k)
 		if err != nil {
 			raw = []byte(fmt.Sprintf("%p", p))
@@ -157,7 +160,7 @@ func (s *solver) buildClasses() {
 		key := buf.String()
 		c, ok := byKey[key]
 		if !ok {
-			c = &class{key: key, ns: p.Namespace, labels: labels.Set(p.Labels), spec: &p.Spec, req: req, ports: ports, effs: map[int]*eff{}, curTag: -1}
+			c = &class{key: key, priority: podPriority(p), ns: p.Namespace, labels: labels.Set(p.Labels), spec: &p.Spec, req: req, ports: ports, effs: map[int]*eff{}, curTag: -1}
 			s.initClass(c, claims)
 			byKey[key] = c
 			s.classes = append(s.classes, c)
@@ -165,6 +168,7 @@ func (s *solver) buildClasses() {
 		c.pods = append(c.pods, p)
 	}
 	s.splitKeySpreads()
+	s.dealKeyTerms()
 	s.minReq = nil
 	for _, c := range s.classes {
 		if c.err != "" {
@@ -224,7 +228,7 @@ func (s *solver) initClass(c *class, claims []string) {
 			}
 		}
 	}
-	c.baseAlts = alts
+	c.baseAlts, c.ownAlts = alts, alts
 	c.tols = spec.Tolerations
 	aff := spec.Affinity
 	if aff != nil && aff.NodeAffinity != nil {
@@ -246,7 +250,7 @@ func (s *solver) initClass(c *class, claims []string) {
 			c.err = fmt.Sprintf("invalid topology spread selector: %v", err)
 			return
 		}
-		g := s.group(hostname, false, []string{c.ns}, sel)
+		g := s.group(hostname, podMatcher{ns: []string{c.ns}, sel: sel, nsl: s.nsLabels})
 		sp := &spreadRef{g: g, maxSkew: tsc.MaxSkew, minDomains: 1, self: g.matches(c.ns, c.labels), policy: policyOf(&tsc)}
 		if tsc.MinDomains != nil {
 			sp.minDomains = *tsc.MinDomains
@@ -319,11 +323,15 @@ func (s *solver) initClass(c *class, claims []string) {
 	c.steps = append(c.steps, step{stepPreferTaints, 0})
 }
 
-// orderClasses sorts the classes for placement: largest first (cpu, then memory), then by key.
+// orderClasses sorts the classes for placement: largest first (cpu, then memory), then by key;
+// with priorityFirst, by priority (highest first) before size.
 // (Placing zone-pinned classes first was tried: it raised cost on the diverse and mixed shapes.)
 func (s *solver) orderClasses() {
 	sort.SliceStable(s.classes, func(i, j int) bool {
 		a, b := s.classes[i], s.classes[j]
+		if s.priorityFirst && a.priority != b.priority {
+			return a.priority > b.priority
+		}
 		for _, r := range []int{0, 1} {
 			if a.req[r] != b.req[r] {
 				return a.req[r] > b.req[r]
@@ -403,4 +411,41 @@ func (s *solver) effAt(c *class, level int) *eff {
 	e.batchable = len(e.spreads) == 0 && len(e.aff) == 0 && len(e.anti) == 0 && len(c.ports) == 0
 	c.effs[level] = e
 	return e
+}
+
+// podPriority is the pod's spec.priority (set from its PriorityClass at admission), 0 when unset.
+func podPriority(p *corev1.Pod) int32 {
+	if p.Spec.Priority != nil {
+		return *p.Spec.Priority
+	}
+	return 0
+}
+
+// priorityInverted reports whether the placement left out a pod for lack of room (limits, or the
+// existing nodes' room when there is no NodePool) of higher priority than a pod it placed.
+func (s *solver) priorityInverted() bool {
+	lowestPlaced, highestLeft := int32(0), int32(0)
+	anyPlaced, anyLeft := false, false
+	for _, c := range s.classes {
+		if c.err == "" && c.next > 0 && (!anyPlaced || c.priority < lowestPlaced) {
+			lowestPlaced, anyPlaced = c.priority, true
+		}
+	}
+	for _, u := range s.unsched {
+		// Room ran out: a pool's limits, or (with no NodePool to launch from) the existing nodes'.
+		// A pod no instance type can hold stays out whatever the order.
+		switch u.Cause {
+		case CauseLimits:
+		case CauseResources, CauseNoCapacity:
+			if len(s.pools) > 0 {
+				continue
+			}
+		default:
+			continue
+		}
+		if pr := podPriority(u.Pod); !anyLeft || pr > highestLeft {
+			highestLeft, anyLeft = pr, true
+		}
+	}
+	return anyPlaced && anyLeft && highestLeft > lowestPlaced
 }

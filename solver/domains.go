@@ -31,7 +31,7 @@ func policyOf(tsc *corev1.TopologySpreadConstraint) spreadPolicy {
 }
 
 // zoneUniverse is the set of zones that count as domains of a zone spread of class c under policy
-// pol: zones of existing nodes and zones offered by pool instance types, restricted (by default) to
+// pol (the pod's own node selection, c.ownAlts, not the pins the key deals add): zones of existing nodes and zones offered by pool instance types, restricted (by default) to
 // those the pod's required node selection admits, and (with nodeTaintsPolicy: Honor) to nodes and
 // pools whose taints the pod tolerates.
 func (s *solver) zoneUniverse(c *class, pol spreadPolicy) uint64 {
@@ -52,7 +52,7 @@ func (s *solver) zoneUniverse(c *class, pol spreadPolicy) uint64 {
 			m |= 1 << uint(n.zone)
 			continue
 		}
-		for _, a := range c.baseAlts {
+		for _, a := range c.ownAlts {
 			if a.MatchesLabels(n.ex.Labels, n.name) {
 				m |= 1 << uint(n.zone)
 				break
@@ -71,7 +71,7 @@ func (s *solver) zoneUniverse(c *class, pol spreadPolicy) uint64 {
 			}
 			continue
 		}
-		for _, a := range c.baseAlts {
+		for _, a := range c.ownAlts {
 			if x := p.reqs.And(a); x.Conflict() != "" {
 				continue
 			}

@@ -1,11 +1,9 @@
 package solver_test
 
 import (
-	"io"
 	"path/filepath"
 	"testing"
 
-	"github.com/joist-dev/joist/cmd/joist/simulate"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/verify"
 )
@@ -19,26 +17,11 @@ var familyP = []string{"p1-microservices", "p2-od-amd64", "p3-cpu-and-memory", "
 // judged on unpublished inputs of the same kind, so the method, not these files, must hold it.
 const familyPCeiling = 1.10
 
-// loadFamilyP solves one family-p input through joist simulate's loader and returns the input
-// and the solver's plan.
+// loadFamilyP loads one family-p input and returns it with the solver's plan.
 func loadFamilyP(tb testing.TB, name string) (solver.Input, solver.Result) {
 	tb.Helper()
-	dir := filepath.Join("testdata", "realistic-p", name)
-	var in solver.Input
-	var res solver.Result
-	opts := simulate.Options{
-		Paths:   []string{filepath.Join(dir, "manifests")},
-		Catalog: filepath.Join(dir, "catalog.yaml"),
-		Output:  "json",
-		Solve: func(i solver.Input) solver.Result {
-			in, res = i, solver.Solve(i)
-			return res
-		},
-	}
-	if err := simulate.Run(opts, io.Discard, io.Discard); err != nil {
-		tb.Fatalf("simulate %s: %v", name, err)
-	}
-	return in, res
+	in := loadScenario(tb, filepath.Join("testdata", "realistic-p", name))
+	return in, solver.Solve(in)
 }
 
 // TestFamilyP: every family-p plan is valid, places every pod and costs at most familyPCeiling
@@ -55,6 +38,11 @@ func TestFamilyP(t *testing.T) {
 			}
 			r := res.CostPerHour / res.LowerBoundPerHour
 			t.Logf("%s: %d pods, %d nodes, $%.3f/h, bound $%.3f/h, ÷ bound %.4f", name, len(in.Pods), len(res.NewNodeClaims), res.CostPerHour, res.LowerBoundPerHour, r)
+			for _, p := range res.Passes {
+				if p.CutShort {
+					t.Logf("%s: pass %s cut short by its work budget (%.3g of %.3g): %s", name, p.Name, p.Work, p.Budget, p.Shortfall)
+				}
+			}
 			if r > familyPCeiling {
 				t.Errorf("cost %.3f is %.4f × the lower bound %.3f, ceiling %.2f", res.CostPerHour, r, res.LowerBoundPerHour, familyPCeiling)
 			}

@@ -57,8 +57,8 @@ func (s *solver) assignmentBound(w []float64) float64 {
 		return 0
 	}
 	kept := pruneDominated(cols, rows)
-	lpCols := shortlist(groups, cols, kept, rows)
-	if len(lpCols) > 400 {
+	lpCols := s.withinBudget(groups, cols, shortlist(groups, cols, kept, rows), rows)
+	if len(lpCols) == 0 {
 		return 0
 	}
 	sol := s.solveAssignment(groups, cols, lpCols, rows)
@@ -233,7 +233,23 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 			lp = append(lp, y)
 		}
 	}
-	pi, x, _ := revisedSimplex(m, b, lp, basis, 20*m+200)
+	// The work budget bounds the pivots (each costs about m² for the basis inverse plus the
+	// pricing of every column); the duals of a solve stopped early still give a valid bound
+	// (evalAssignment scales them into feasibility) and lpPack rounds what its primal buys.
+	perPivot := float64(m*m + len(lp))
+	maxIter := 20*m + 200
+	if byBudget := int(asgBudget / perPivot); byBudget < maxIter {
+		maxIter = max(byBudget, 1)
+	}
+	binv := make([]float64, m*m)
+	for i := 0; i < m; i++ {
+		binv[i*m+i] = 1
+	}
+	pi, x, optimal, iters := revisedSimplexFrom(m, b, lp, basis, binv, append([]float64(nil), b...), maxIter)
+	s.tally.work += float64(iters) * perPivot
+	if !optimal && iters >= maxIter {
+		s.tally.asgCut++
+	}
 	sol := asgSolution{pi: pi, nodes: make([]float64, len(kept)), pods: make([]map[int]float64, len(kept))}
 	for j, v := range x {
 		rf, ok := refs[j]

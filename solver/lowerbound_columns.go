@@ -12,15 +12,7 @@ import (
 // cost grows with the cube of its rows, and columns no group runs well on alone rarely carry
 // the optimum. Left-out columns still count in the bound (borrowPrices).
 func shortlist(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) []int {
-	solo := func(g *asgGroup, c *asgCol) float64 {
-		share := 0.0
-		for _, r := range rows {
-			if g.d[r] > 0 {
-				share = math.Max(share, float64(g.d[r])/float64(max(c.t.alloc[r], 1)))
-			}
-		}
-		return c.price * share
-	}
+	solo := func(g *asgGroup, c *asgCol) float64 { return soloCost(g, c, rows) }
 	best := make([]float64, len(groups))
 	for gi, g := range groups {
 		best[gi] = math.Inf(1)
@@ -40,6 +32,67 @@ func shortlist(groups []*asgGroup, cols []*asgCol, kept []int, rows []int) []int
 		}
 	}
 	return out
+}
+
+// asgBudget bounds the work of one assignment LP solve (simplex pivots × (basis size² + columns)).
+// An LP whose basis alone would take more than the budget to invert keeps its best columns (those
+// for which some group runs closest to its cheapest way alone); the pivots are cut at the budget. Both
+// are counted in Result.Passes.
+const asgBudget = 4e9
+
+// withinBudget cuts lpCols to the columns the work budget allows: a basis of m rows (one per group
+// and one per column and resource) costs about m³ to bring to optimality, so m³ ≤ asgBudget.
+func (s *solver) withinBudget(groups []*asgGroup, cols []*asgCol, lpCols []int, rows []int) []int {
+	side := math.Cbrt(asgBudget)
+	keep := int((side - float64(len(groups))) / float64(max(len(rows), 1)))
+	if len(lpCols) <= keep {
+		return lpCols
+	}
+	keep = max(keep, 0)
+	s.tally.asgDropped += len(lpCols) - keep
+	best := make([]float64, len(groups))
+	for gi := range groups {
+		best[gi] = math.Inf(1)
+		for _, ci := range lpCols {
+			if cols[ci].usable.has(gi) {
+				best[gi] = math.Min(best[gi], soloCost(groups[gi], cols[ci], rows))
+			}
+		}
+	}
+	score := make(map[int]float64, len(lpCols))
+	for _, ci := range lpCols {
+		score[ci] = math.Inf(1)
+		for gi, g := range groups {
+			if cols[ci].usable.has(gi) {
+				score[ci] = math.Min(score[ci], soloCost(g, cols[ci], rows)/math.Max(best[gi], 1e-12))
+			}
+		}
+	}
+	ranked := append([]int(nil), lpCols...)
+	sort.SliceStable(ranked, func(a, b int) bool { return score[ranked[a]] < score[ranked[b]] })
+	chosen := map[int]bool{}
+	for _, ci := range ranked[:keep] {
+		chosen[ci] = true
+	}
+	var out []int
+	for _, ci := range lpCols {
+		if chosen[ci] {
+			out = append(out, ci)
+		}
+	}
+	return out
+}
+
+// soloCost is what running alone on column c costs a pod of g: the price × the share of the node
+// one pod takes on its binding resource.
+func soloCost(g *asgGroup, c *asgCol, rows []int) float64 {
+	share := 0.0
+	for _, r := range rows {
+		if g.d[r] > 0 {
+			share = math.Max(share, float64(g.d[r])/float64(max(c.t.alloc[r], 1)))
+		}
+	}
+	return c.price * share
 }
 
 // borrowPrices gives a column outside the LP the prices — of an LP column of the same pool, or

@@ -150,8 +150,8 @@ func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
 	rows := demandRows(groups, s.d.n())
 	cols, _ := s.assignmentColumns(groups, p)
 	kept := pruneDominated(cols, rows)
-	lpCols := shortlist(groups, cols, kept, rows)
-	if len(lpCols) == 0 || len(lpCols) > 400 {
+	lpCols := s.withinBudget(groups, cols, shortlist(groups, cols, kept, rows), rows)
+	if len(lpCols) == 0 {
 		return &lpPlan{}
 	}
 	return &lpPlan{cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}

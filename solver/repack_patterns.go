@@ -128,6 +128,13 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 	chosen := lp.dive()
 	memo.patternWork += lp.work
 	memo.patternOut = memo.patternOut || lp.exhaust
+	s.tally.work += lp.work
+	if lp.exhaust {
+		s.tally.patCut++
+		for _, n := range lp.need {
+			s.tally.patLeft += n
+		}
+	}
 	compat := make([]bitset, len(items))
 	for i, it := range items {
 		compat[i] = s.compat(p, s.effAt(it.c, 0).alts[0])

@@ -36,6 +36,10 @@ type solver struct {
 	admits     map[string]bitset           // admitted's cache, by signature
 	admitsByID map[setID]bitset            // and by backing array
 	ands       map[andKey]requirements.Set // and's cache
+	nsLabels   namespaceLabels
+	// priorityFirst places higher-priority classes first (see Solve).
+	priorityFirst bool
+	tally         workTally // the budgeted LPs' work, for Result.Passes
 }
 
 type dsPod struct {
@@ -81,6 +85,7 @@ func (s *solver) setup() {
 		collectResourceNames(&ds.Spec.Template.Spec, names)
 	}
 	s.d = newDims(names)
+	s.nsLabels = newNamespaceLabels(s.in.Namespaces)
 	s.zoneIdx, s.ctIdx = map[string]int{}, map[string]int{}
 	var zones, cts []string
 	for _, pi := range s.in.NodePools {

@@ -1,9 +1,78 @@
 package solver
 
+import (
+	"fmt"
+	"time"
+)
+
 // Solve places the pending pods of in: onto existing nodes and in-flight claims first, then onto
 // new nodes it plans, and explains every pod it cannot place. It is pure and deterministic.
-func Solve(in Input) Result {
-	s := &solver{in: in, groupIdx: map[string]*group{}}
+func Solve(in Input) Result { return SolveWith(in, Options{}) }
+
+// SolveWith is Solve with options; Result.Passes reports each pass (timed when opts.Now is set).
+func SolveWith(in Input, opts Options) Result {
+	var s *solver
+	var note string
+	start := time.Time{}
+	if opts.Now != nil {
+		start = opts.Now()
+	}
+	s = placed(in, false)
+	// When capacity (limits, or existing nodes alone) leaves room for only some pods and the
+	// size-ordered placement left out a pod of higher priority than one it placed, place again
+	// highest priority first.
+	if s.priorityInverted() {
+		s, note = placed(in, true), "placed again highest priority first: room ran out for a pod of higher priority than one placed"
+	}
+	ps := &passes{s: s, now: opts.Now}
+	place := PassReport{Name: "place", Ran: true, Note: note, CostAfter: s.planCost()}
+	if opts.Now != nil {
+		place.Duration = opts.Now().Sub(start)
+	}
+	ps.list = append(ps.list, place)
+	memo := newPassMemo(s.classes)
+	ps.run("split", 0, func() { s.improve(memo) })
+	// A plan still far above the cheap bound after the greedy placement (lpFarOff) goes straight
+	// to the LP-started repacks and the local moves; there the greedy repacks never gained
+	// after them. One close to it gets the greedy repacks (plain, then topped-up) and drain.
+	if cheap, _ := s.resourceBound(); s.planCost() > lpFarOff*cheap {
+		far := fmt.Sprintf("plan above %.2f× the resource bound after placement: LP-started repacks instead", lpFarOff)
+		ps.skip("repack", far)
+		ps.skip("repack-topup", far)
+		ps.run("lp-repack", asgBudget, func() {
+			memo.lpFull = lpFullStrict
+			s.repack(false, true, memo)
+		})
+		ps.run("lp-repack-topup", asgBudget, func() {
+			memo.lpFull = lpFullTopUp
+			s.repack(true, true, memo)
+		})
+		ps.run("rebalance+drain", 0, func() { s.tail(memo) })
+	} else {
+		near := fmt.Sprintf("plan within %.2f× the resource bound after placement: greedy repacks instead", lpFarOff)
+		ps.skip("lp-repack", near)
+		ps.skip("lp-repack-topup", near)
+		ps.run("repack", 0, func() { s.repack(false, false, memo) })
+		ps.run("repack-topup", 0, func() { s.repack(true, false, memo) })
+		ps.run("drain", 0, func() { s.drain() })
+	}
+	// The pattern LP's rounding, kept only if it makes the plan cheaper, then the local moves.
+	ps.run("pattern-repack", patternBudget, func() {
+		memo.patterns, memo.lpFull = true, lpFullTopUp
+		s.repack(false, true, memo)
+		memo.patterns = false
+	})
+	ps.run("rebalance+drain", 0, func() { s.tail(memo) })
+	var r Result
+	ps.run("lower-bound", asgBudget, func() { r = s.result() })
+	r.Passes = ps.list
+	return r
+}
+
+// placed is a solver over in after its greedy placement; priorityFirst orders the classes by
+// priority before size.
+func placed(in Input, priorityFirst bool) *solver {
+	s := &solver{in: in, groupIdx: map[string]*group{}, priorityFirst: priorityFirst}
 	s.setup()
 	s.buildDaemonSets()
 	s.buildPools()
@@ -15,28 +84,7 @@ func Solve(in Input) Result {
 	s.orderClasses()
 	s.pendingPrices()
 	s.place()
-	memo := newPassMemo(s.classes)
-	s.improve(memo)
-	// A plan still far above the cheap bound after the greedy placement (lpFarOff) goes straight
-	// to the LP-started repacks and the local moves; there the greedy repacks never gained
-	// after them. One close to it gets the greedy repacks (plain, then topped-up) and drain.
-	if cheap, _ := s.resourceBound(); s.planCost() > lpFarOff*cheap {
-		memo.lpFull = lpFullStrict
-		s.repack(false, true, memo)
-		memo.lpFull = lpFullTopUp
-		s.repack(true, true, memo)
-		s.tail(memo)
-	} else {
-		s.repack(false, false, memo)
-		s.repack(true, false, memo)
-		s.drain()
-	}
-	// The pattern LP's rounding, kept only if it makes the plan cheaper, then the local moves.
-	memo.patterns, memo.lpFull = true, lpFullTopUp
-	s.repack(false, true, memo)
-	memo.patterns = false
-	s.tail(memo)
-	return s.result()
+	return s
 }
 
 // lpFarOff: after the greedy placement and its split pass, plans above this multiple of the

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +18,7 @@ import (
 type group struct {
 	key      string
 	hostname bool
-	allNS    bool
-	ns       []string
-	sel      labels.Selector
+	m        podMatcher
 	zoneCnt  []int32
 	nodeCnt  []int32
 	total    int32
@@ -31,12 +28,7 @@ type group struct {
 	desc     string
 }
 
-func (g *group) matches(ns string, l labels.Set) bool {
-	if !g.allNS && !containsSorted(g.ns, ns) {
-		return false
-	}
-	return g.sel.Matches(l)
-}
+func (g *group) matches(ns string, l labels.Set) bool { return g.m.matches(ns, l) }
 
 func grow(v []int32, id int) []int32 {
 	for len(v) <= id {
@@ -84,7 +76,7 @@ func (g *group) describe() string {
 		if g.hostname {
 			key = v1.LabelHostname
 		}
-		g.desc = fmt.Sprintf("%s, selector %q", key, g.sel.String())
+		g.desc = fmt.Sprintf("%s, selector %q%s", key, g.m.sel.String(), g.m.describeNS())
 	}
 	return g.desc
 }
@@ -103,13 +95,12 @@ type termRef struct {
 	weight int32
 }
 
-func (s *solver) group(hostname, allNS bool, ns []string, sel labels.Selector) *group {
-	ns = uniqSorted(ns)
-	key := fmt.Sprintf("%t|%t|%s|%s", hostname, allNS, strings.Join(ns, ","), sel.String())
+func (s *solver) group(hostname bool, m podMatcher) *group {
+	key := fmt.Sprintf("%t|%s", hostname, m.id())
 	if g, ok := s.groupIdx[key]; ok {
 		return g
 	}
-	g := &group{key: key, hostname: hostname, allNS: allNS, ns: ns, sel: sel, zoneCnt: make([]int32, 64), zoneOwn: make([]int32, 64)}
+	g := &group{key: key, hostname: hostname, m: m, zoneCnt: make([]int32, 64), zoneOwn: make([]int32, 64)}
 	s.groupIdx[key] = g
 	s.groups = append(s.groups, g)
 	return g
@@ -164,16 +155,11 @@ func (s *solver) termGroup(ownerNS string, ownerLabels map[string]string, t *cor
 	if !ok {
 		return nil, nil
 	}
-	sel, err := selectorWithKeys(t.LabelSelector, ownerLabels, t.MatchLabelKeys, t.MismatchLabelKeys)
+	m, err := s.termMatcher(ownerNS, ownerLabels, t)
 	if err != nil {
 		return nil, err
 	}
-	allNS := t.NamespaceSelector != nil
-	ns := t.Namespaces
-	if len(ns) == 0 && !allNS {
-		ns = []string{ownerNS}
-	}
-	return s.group(hostname, allNS, ns, sel), nil
+	return s.group(hostname, m), nil
 }
 
 // countExisting adds pods bound to existing nodes to the groups, and their required

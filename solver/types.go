@@ -27,6 +27,9 @@ type Input struct {
 	// volume. A node attaches each volume once, however many of its pods use it, and at most its
 	// ExistingNode.VolumeLimits per driver.
 	VolumeDrivers map[string]string
+	// Namespaces maps a namespace's name to its labels, for the namespaceSelector of pod affinity
+	// terms. A namespace it does not list is taken to carry only kubernetes.io/metadata.name.
+	Namespaces map[string]map[string]string
 }
 
 // NodePoolInput is a NodePool and what it may launch.
@@ -67,6 +70,9 @@ type Result struct {
 	CostPerHour float64
 	// LowerBoundPerHour is the LP-relaxation bound on the cost of the placed demand.
 	LowerBoundPerHour float64
+	// Passes reports the passes the plan went through, in order: which ran, their effect on
+	// cost, their LP work and whether a work budget cut one short.
+	Passes []PassReport
 }
 
 // ExistingPlacement is pods placed on one existing node or in-flight claim.

@@ -53,8 +53,9 @@ func (p *Provisioner) listCluster(ctx context.Context) (snapshot.Cluster, error)
 		pvs    corev1.PersistentVolumeList
 		scs    storagev1.StorageClassList
 		csis   storagev1.CSINodeList
+		nss    corev1.NamespaceList
 	)
-	for _, l := range []client.ObjectList{&pools, &claims, &nodes, &pods, &dss, &pvcs, &pvs, &scs, &csis} {
+	for _, l := range []client.ObjectList{&pools, &claims, &nodes, &pods, &dss, &pvcs, &pvs, &scs, &csis, &nss} {
 		if err := p.kube.List(ctx, l); err != nil {
 			return c, fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -72,6 +73,7 @@ func (p *Provisioner) listCluster(ctx context.Context) (snapshot.Cluster, error)
 	c.PersistentVolumes = pointers(pvs.Items)
 	c.StorageClasses = pointers(scs.Items)
 	c.CSINodes = pointers(csis.Items)
+	c.Namespaces = pointers(nss.Items)
 	c.Guardrails = guardrails.Items
 	return c, nil
 }

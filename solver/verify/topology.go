@@ -24,18 +24,31 @@ type matcher struct {
 	key   string
 	allNS bool
 	ns    map[string]bool
+	nsSel labels.Selector // nil: the term has no namespaceSelector
+	nsl   map[string]map[string]string
 	sel   labels.Selector
 }
 
 func (m *matcher) matches(p *corev1.Pod) bool {
-	if !m.allNS && !m.ns[p.Namespace] {
+	if !m.allNS && !m.ns[p.Namespace] && (m.nsSel == nil || !m.nsSel.Matches(namespaceLabels(m.nsl, p.Namespace))) {
 		return false
 	}
 	return m.sel.Matches(labels.Set(p.Labels))
 }
 
-func newMatcher(ls *metav1.LabelSelector, owner *corev1.Pod, match, mismatch, namespaces []string, nsSelector *metav1.LabelSelector) (*matcher, error) {
-	m := &matcher{ns: map[string]bool{}}
+// namespaceLabels are a namespace's labels from the input, with the kubernetes.io/metadata.name
+// label the API server sets on every namespace.
+func namespaceLabels(nsl map[string]map[string]string, ns string) labels.Set {
+	out := labels.Set{}
+	for k, v := range nsl[ns] {
+		out[k] = v
+	}
+	out[corev1.LabelMetadataName] = ns
+	return out
+}
+
+func (v *verifier) newMatcher(ls *metav1.LabelSelector, owner *corev1.Pod, match, mismatch, namespaces []string, nsSelector *metav1.LabelSelector) (*matcher, error) {
+	m := &matcher{ns: map[string]bool{}, nsl: v.in.Namespaces}
 	if ls == nil {
 		m.sel = labels.Nothing()
 	} else {
@@ -59,23 +72,26 @@ func newMatcher(ls *metav1.LabelSelector, owner *corev1.Pod, match, mismatch, na
 		}
 		m.sel = sel
 	}
-	m.allNS = nsSelector != nil
-	if len(namespaces) == 0 && !m.allNS {
+	nsSel := "-"
+	if nsSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(nsSelector)
+		if err != nil {
+			return nil, err
+		}
+		if sel.Empty() {
+			m.allNS = true
+		} else {
+			m.nsSel, nsSel = sel, sel.String()
+		}
+	}
+	if len(namespaces) == 0 && nsSelector == nil {
 		namespaces = []string{owner.Namespace}
 	}
 	for _, n := range namespaces {
 		m.ns[n] = true
 	}
-	m.key = fmt.Sprintf("%t|%v|%s", m.allNS, namespaces, m.sel.String())
+	m.key = fmt.Sprintf("%t|%v|%s|%s", m.allNS, namespaces, nsSel, m.sel.String())
 	return m, nil
-}
-
-// domain of a node for a topology key; ok=false when the node has none.
-func domain(n *vnode, hostname bool) (string, bool) {
-	if hostname {
-		return n.name, true
-	}
-	return n.zone, n.hasZone
 }
 
 // keyDomain is a node's domain for a spread's topology key; ok=false when the node has none.
@@ -88,14 +104,6 @@ func keyDomain(n *vnode, key string) (string, bool) {
 	}
 	d, ok := n.node.Labels[key]
 	return d, ok
-}
-
-// termKey is the topology key a zone-or-hostname affinity term counts by.
-func termKey(hostname bool) string {
-	if hostname {
-		return v1.LabelHostname
-	}
-	return v1.LabelTopologyZone
 }
 
 type tally struct {
@@ -143,12 +151,20 @@ func (v *verifier) checkTopology() {
 		return t
 	}
 	carriers := v.spreadCarriers(all)
-	buckets := map[string][]podAt{}
-	for _, pa := range all {
-		buckets["h/"+pa.node.name] = append(buckets["h/"+pa.node.name], pa)
-		if pa.node.hasZone {
-			buckets["z/"+pa.node.zone] = append(buckets["z/"+pa.node.zone], pa)
+	// buckets lists the pods of one domain of a topology key, grouped on first use of the key.
+	byKey := map[string]map[string][]podAt{}
+	buckets := func(key, d string) []podAt {
+		b, ok := byKey[key]
+		if !ok {
+			b = map[string][]podAt{}
+			for _, pa := range all {
+				if dom, ok := keyDomain(pa.node, key); ok {
+					b[dom] = append(b[dom], pa)
+				}
+			}
+			byKey[key] = b
 		}
+		return b[d]
 	}
 	for _, pa := range all {
 		if pa.placed {
@@ -223,7 +239,7 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 		}
 		seen := map[string]bool{}
 		for i, c := range hardSpreads(pa.pod) {
-			m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
+			m, err := v.newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
 			if err != nil {
 				continue
 			}
@@ -251,7 +267,7 @@ func (v *verifier) spreadCarriers(all []podAt) map[string]map[string]int {
 func (v *verifier) checkSpread(pa podAt, all []podAt, count func(*matcher, string) *tally, carriers map[string]map[string]int) {
 	for _, c := range hardSpreads(pa.pod) {
 		hostname, zoneOrHost := hostnameKey(c.TopologyKey)
-		m, err := newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
+		m, err := v.newMatcher(c.LabelSelector, pa.pod, c.MatchLabelKeys, nil, nil, nil)
 		if err != nil {
 			v.fail("pod %s: bad spread selector: %v", podKey(pa.pod), err)
 			continue
@@ -318,22 +334,19 @@ func affinityTerms(p *corev1.Pod, anti bool) []corev1.PodAffinityTerm {
 	return a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 }
 
-// checkAffinity: a placed pod with required pod affinity shares its domain with another matching
-// pod, unless it matches its own term and no pod matched before the plan.
+// checkAffinity: a placed pod with required pod affinity, on any topology key, shares its domain (the
+// node's value of the key) with another matching pod, unless it matches its own term and no pod
+// matched before the plan. A term's namespaceSelector selects by the input's namespace labels.
 func (v *verifier) checkAffinity(pa podAt, count func(*matcher, string) *tally) {
 	for _, term := range affinityTerms(pa.pod, false) {
-		hostname, ok := hostnameKey(term.TopologyKey)
-		if !ok {
-			continue
-		}
-		m, err := newMatcher(term.LabelSelector, pa.pod, term.MatchLabelKeys, term.MismatchLabelKeys, term.Namespaces, term.NamespaceSelector)
+		m, err := v.newMatcher(term.LabelSelector, pa.pod, term.MatchLabelKeys, term.MismatchLabelKeys, term.Namespaces, term.NamespaceSelector)
 		if err != nil {
 			v.fail("pod %s: bad affinity selector: %v", podKey(pa.pod), err)
 			continue
 		}
-		t := count(m, termKey(hostname))
+		t := count(m, term.TopologyKey)
 		self := m.matches(pa.pod)
-		d, hasDomain := domain(pa.node, hostname)
+		d, hasDomain := keyDomain(pa.node, term.TopologyKey)
 		others := 0
 		if hasDomain {
 			others = t.byDomain[d]
@@ -350,25 +363,17 @@ func (v *verifier) checkAffinity(pa podAt, count func(*matcher, string) *tally) 
 
 // checkAnti: no pod shares a domain with a pod matching its required anti-affinity term, where at
 // least one of the two was placed by the plan.
-func (v *verifier) checkAnti(pa podAt, buckets map[string][]podAt) {
+func (v *verifier) checkAnti(pa podAt, buckets func(key, domain string) []podAt) {
 	for _, term := range affinityTerms(pa.pod, true) {
-		hostname, ok := hostnameKey(term.TopologyKey)
-		if !ok {
-			continue
-		}
-		m, err := newMatcher(term.LabelSelector, pa.pod, term.MatchLabelKeys, term.MismatchLabelKeys, term.Namespaces, term.NamespaceSelector)
+		m, err := v.newMatcher(term.LabelSelector, pa.pod, term.MatchLabelKeys, term.MismatchLabelKeys, term.Namespaces, term.NamespaceSelector)
 		if err != nil {
 			continue
 		}
-		d, hasDomain := domain(pa.node, hostname)
+		d, hasDomain := keyDomain(pa.node, term.TopologyKey)
 		if !hasDomain {
 			continue
 		}
-		prefix := "z/"
-		if hostname {
-			prefix = "h/"
-		}
-		for _, other := range buckets[prefix+d] {
+		for _, other := range buckets(term.TopologyKey, d) {
 			if other.pod == pa.pod || (!pa.placed && !other.placed) {
 				continue
 			}

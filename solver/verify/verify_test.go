@@ -166,3 +166,50 @@ func TestVerifyKeySpreadSkew(t *testing.T) {
 		}
 	}
 }
+
+// Required anti-affinity on a custom key is checked by the nodes' label: two pods that must not
+// share a rack, merged onto one node, are rejected.
+func TestVerifyAntiAffinityOnCustomKey(t *testing.T) {
+	const rack = "example.com/rack"
+	anti := func(p *corev1.Pod) *corev1.Pod {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			{TopologyKey: rack, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+		return p
+	}
+	in := input(anti(pod("a", "1", map[string]string{"app": "web"})), anti(pod("b", "1", map[string]string{"app": "web"})))
+	in.NodePools[0].NodePool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: rack, Operator: corev1.NodeSelectorOpIn, Values: []string{"r1", "r2"}}}
+	r := solver.Solve(in)
+	if err := verify.Verify(in, r); err != nil || len(r.NewNodeClaims) != 2 {
+		t.Fatalf("want a valid plan of two nodes, got %d nodes, error %v", len(r.NewNodeClaims), err)
+	}
+	r.NewNodeClaims[0].Pods = append(r.NewNodeClaims[0].Pods, r.NewNodeClaims[1].Pods...)
+	r.CostPerHour -= r.NewNodeClaims[1].Offering.Price
+	r.NewNodeClaims = r.NewNodeClaims[:1]
+	if err := verify.Verify(in, r); err == nil || !strings.Contains(err.Error(), "required anti-affinity (example.com/rack") {
+		t.Fatalf("error %v, want a rack anti-affinity violation", err)
+	}
+}
+
+// A term's namespaceSelector selects by the input's namespace labels: a pod placed beside a pod of
+// a namespace its anti-affinity selects is rejected, and accepted when that namespace's labels do
+// not match.
+func TestVerifyNamespaceSelector(t *testing.T) {
+	db := pod("db", "1", map[string]string{"app": "db"})
+	db.Namespace = "team-b"
+	api := pod("api", "1", nil)
+	api.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+		{TopologyKey: v1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "b"}}}}}}
+	in := input(api)
+	in.Nodes = []solver.ExistingNode{{Name: "common", Labels: map[string]string{v1.LabelHostname: "common"},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}, Pods: []*corev1.Pod{db}}}
+	r := solver.Result{ExistingPlacements: []solver.ExistingPlacement{{Node: "common", Pods: []*corev1.Pod{api}}}}
+	in.Namespaces = map[string]map[string]string{"team-b": {"team": "b"}}
+	if err := verify.Verify(in, r); err == nil || !strings.Contains(err.Error(), "required anti-affinity") {
+		t.Fatalf("error %v, want an anti-affinity violation", err)
+	}
+	in.Namespaces = map[string]map[string]string{"team-b": {"team": "c"}}
+	if err := verify.Verify(in, r); err != nil && strings.Contains(err.Error(), "anti-affinity") {
+		t.Fatalf("namespace team-b is not selected, yet: %v", err)
+	}
+}

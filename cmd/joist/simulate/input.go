@@ -94,6 +94,9 @@ func buildInput(objs objects, instanceTypes []*catalog.InstanceType) (*snapshot.
 	for _, cn := range objs.csiNodes {
 		c.CSINodes = append(c.CSINodes, cn.obj)
 	}
+	for _, ns := range objs.namespaces {
+		c.Namespaces = append(c.Namespaces, ns.obj)
+	}
 	return snapshot.Build(c, snapshot.Options{
 		InstanceTypes: func(*v1.NodePool) ([]*catalog.InstanceType, error) { return instanceTypes, nil },
 	})

@@ -34,6 +34,23 @@ type Report struct {
 	// Catalog is "default" or the --catalog file; InstanceTypes its size.
 	Catalog       string `json:"catalog"`
 	InstanceTypes int    `json:"instanceTypes"`
+	// Passes are the solver's passes in order: which ran, how long each took, what each did to
+	// the cost, and whether a work budget cut one short (and by how much).
+	Passes []Pass `json:"passes"`
+}
+
+// Pass is one pass of the solve (solver.PassReport).
+type Pass struct {
+	Name       string  `json:"name"`
+	Ran        bool    `json:"ran"`
+	Note       string  `json:"note,omitempty"`
+	Seconds    float64 `json:"seconds"`
+	CostBefore float64 `json:"costBefore"`
+	CostAfter  float64 `json:"costAfter"`
+	Work       float64 `json:"work,omitempty"`
+	Budget     float64 `json:"budget,omitempty"`
+	CutShort   bool    `json:"cutShort"`
+	Shortfall  string  `json:"shortfall,omitempty"`
 }
 
 // UnschedulablePod is a pod the solver could not place.
@@ -78,6 +95,11 @@ func newReport(in solver.Input, res solver.Result, elapsed time.Duration, catalo
 		Seconds:            elapsed.Seconds(),
 		Catalog:            catalogName,
 		InstanceTypes:      catalogSize,
+		Passes:             []Pass{},
+	}
+	for _, p := range res.Passes {
+		r.Passes = append(r.Passes, Pass{Name: p.Name, Ran: p.Ran, Note: p.Note, Seconds: p.Duration.Seconds(),
+			CostBefore: p.CostBefore, CostAfter: p.CostAfter, Work: p.Work, Budget: p.Budget, CutShort: p.CutShort, Shortfall: p.Shortfall})
 	}
 	if res.LowerBoundPerHour > 0 {
 		ratio := res.CostPerHour / res.LowerBoundPerHour
@@ -185,6 +207,11 @@ func writeTable(w io.Writer, r Report, res solver.Result) error {
 	fmt.Fprintf(tw, "New nodes:\t%d, $%.4f/h\n", r.Nodes, r.CostPerHour)
 	fmt.Fprintf(tw, "Lower bound:\t$%.4f/h (cost ÷ bound = %s)\n", r.LowerBoundPerHour, ratio)
 	fmt.Fprintf(tw, "Solve time:\t%s\n", formatDuration(r.Seconds))
+	for _, p := range r.Passes {
+		if p.CutShort {
+			fmt.Fprintf(tw, "Cut short:\t%s: %s (work budget %.3g)\n", p.Name, p.Shortfall, p.Budget)
+		}
+	}
 	fmt.Fprintf(tw, "Catalog:\t%s (%d instance types)\n", r.Catalog, r.InstanceTypes)
 	if len(r.Unschedulable) > 0 {
 		fmt.Fprintln(tw)

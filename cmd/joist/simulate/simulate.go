@@ -35,7 +35,7 @@ type Options struct {
 	Catalog string
 	// Output is "table" or "json".
 	Output string
-	// Solve is the solver; nil means solver.Solve.
+	// Solve is the solver; nil means solver.SolveWith timing each pass.
 	Solve func(solver.Input) solver.Result
 	// Consolidate runs the consolidation what-if on the input's Nodes instead of placing pending pods.
 	Consolidate bool
@@ -124,7 +124,7 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 	}
 	solve := opts.Solve
 	if solve == nil {
-		solve = solver.Solve
+		solve = func(in solver.Input) solver.Result { return solver.SolveWith(in, solver.Options{Now: time.Now}) }
 	}
 	start := time.Now()
 	res := admit(snap, solve(in))

@@ -221,3 +221,50 @@ func TestRunWarnsAboutIgnoredObjects(t *testing.T) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 }
+
+// The JSON report lists the solver's passes in order, timed, with their cost effect and budgets.
+func TestRunJSONReportsPasses(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	in := writeFiles(t, map[string]string{"in.yaml": pool + "---\n" + deployment("web", "6", "{cpu: 500m, memory: 1Gi}")})
+	if err := Run(Options{Paths: []string{in}, Output: "json"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var r Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
+	}
+	names := map[string]Pass{}
+	prevAfter := 0.0
+	for i, p := range r.Passes {
+		names[p.Name] = p
+		if p.CostBefore != prevAfter {
+			t.Errorf("pass %d (%s) starts at $%.4f/h, the previous pass ended at $%.4f/h", i, p.Name, p.CostBefore, prevAfter)
+		}
+		prevAfter = p.CostAfter
+		if !p.Ran && p.Note == "" {
+			t.Errorf("pass %s did not run and says not why", p.Name)
+		}
+		if p.CutShort != (p.Shortfall != "") {
+			t.Errorf("pass %s: cutShort %t but shortfall %q", p.Name, p.CutShort, p.Shortfall)
+		}
+	}
+	for _, want := range []string{"place", "split", "pattern-repack", "rebalance+drain", "lower-bound"} {
+		if p, ok := names[want]; !ok || !p.Ran {
+			t.Errorf("pass %s missing or not run: %+v", want, r.Passes)
+		}
+	}
+	if names["place"].Seconds <= 0 || names["place"].CostAfter <= 0 {
+		t.Errorf("place pass not timed or priced: %+v", names["place"])
+	}
+	if prevAfter != r.CostPerHour {
+		t.Errorf("passes end at $%.4f/h, the plan costs $%.4f/h", prevAfter, r.CostPerHour)
+	}
+	var raw map[string]any
+	_ = json.Unmarshal(stdout.Bytes(), &raw)
+	first := raw["passes"].([]any)[0].(map[string]any)
+	for _, key := range []string{"name", "ran", "seconds", "costBefore", "costAfter", "cutShort"} {
+		if _, ok := first[key]; !ok {
+			t.Errorf("pass JSON has no %q field: %v", key, first)
+		}
+	}
+}
