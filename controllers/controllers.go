@@ -90,7 +90,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
 		return fmt.Errorf("registering termination controller: %w", err)
 	}
-	if err := disruption.New(kube, mgr.GetAPIReader(), cloud, provisioner, recorder, clk, opts.Disruption).Register(mgr); err != nil {
+	if err := disruption.New(kube, mgr.GetAPIReader(), cloud, provisioner, nominations, recorder, clk, opts.Disruption).Register(mgr); err != nil {
 		return fmt.Errorf("registering disruption controller: %w", err)
 	}
 	if err := nodepool.New(kube).Register(mgr); err != nil {

@@ -113,9 +113,13 @@ func (c *Controller) stale(nc *v1.NodeClaim) bool {
 	return cond != nil && cond.Status == metav1.ConditionTrue && c.clock.Now().Sub(cond.LastTransitionTime.Time) > c.opts.NominationTTL
 }
 
-// NominationOf is the claim Joist nominated a pending pod to (snapshot.Options.Nomination).
+// NominationOf is the claim Joist nominated a pending pod to, or the claim a disruption command
+// holds room on for a pod of a node it drains (snapshot.Options.Nomination).
 func (c *Controller) NominationOf(pod *corev1.Pod, _ string, _ map[string]bool) (string, bool) {
-	return c.store.ClaimOf(pod.UID)
+	if claim, ok := c.store.ClaimOf(pod.UID); ok {
+		return claim, true
+	}
+	return c.store.HeldClaim(pod.UID)
 }
 
 // Own reports whether Joist remembers writing the pod's nomination (snapshot.Options.OwnNomination).

@@ -19,7 +19,8 @@ type Reservation struct {
 	Replacements int
 }
 
-// Reserve holds the reservation's room: a pending pod of a workload it names takes a slot and is
+// Reserve holds the reservation's room: while a drained pod is still on its node it counts on its
+// slot's claim, and once evicted, the first pending pod of its workload takes the slot and is
 // nominated to the slot's claim, so the provisioner counts it there instead of buying a node for it.
 func (c *Controller) Reserve(r Reservation) {
 	c.store.Reserve(r.Command, r.Drained, r.Slots, c.clock.Now())
@@ -39,7 +40,7 @@ func SlotsOf(placements []solver.ExistingPlacement, claimOfNode map[string]strin
 		}
 		for _, pod := range pl.Pods {
 			if owner := ownerOf(pod); owner != "" {
-				slots = append(slots, state.Slot{Owner: owner, Claim: claim})
+				slots = append(slots, state.Slot{Pod: pod.UID, Owner: owner, Claim: claim})
 			}
 		}
 	}

@@ -37,13 +37,15 @@ type Nominations struct {
 	// reservations holds room a disruption command set aside for the re-created pods of its drained
 	// nodes (see reservations.go).
 	reservations map[string]*reservation
+	// held maps the drained pods still present to their reservation slot.
+	held map[types.UID]*slot
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
 	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{},
 		written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, renominated: map[types.UID]bool{}, turned: map[types.UID]bool{},
-		reservations: map[string]*reservation{}}
+		reservations: map[string]*reservation{}, held: map[types.UID]*slot{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -285,11 +287,12 @@ func (n *Nominations) Bound(pod types.UID, now time.Time) {
 	n.forgetLocked(pod)
 }
 
-// ForgetPod drops the pod's nomination (it was bound or deleted).
+// ForgetPod drops the pod's nomination, and frees the reservation slot it held (it was deleted).
 func (n *Nominations) ForgetPod(pod types.UID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.forgetLocked(pod)
+	n.unholdLocked(pod)
 }
 
 // forgetLocked drops everything known about the pod.

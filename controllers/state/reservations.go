@@ -6,39 +6,48 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Slot is room a disruption command planned for one pod of a node it drains: the pod's re-creation
-// (a new pod of the same controller, Owner) is to land on the destination claim Claim.
+// Slot is room a disruption command planned for one pod of a node it drains: the pod (Pod, whose
+// controller is Owner) moves to the destination claim Claim — in fact its re-creation, a new pod of
+// the same controller, once the drain evicts it.
 type Slot struct {
+	Pod   types.UID
 	Owner types.UID
 	Claim string
 }
 
+// slot is a Slot in force: held by the drained pod until it is gone, then open until a re-created
+// pod of its owner takes it.
+type slot struct {
+	Slot
+	held, taken bool
+}
+
 // reservation is the room one executing disruption command holds for the pods it evicts.
 type reservation struct {
-	// open lists, per owner, the destination claims no re-created pod has taken yet.
-	open map[types.UID][]string
-	// claims counts the slots (open or taken) per destination claim.
-	claims map[string]int
+	slots []*slot
 	// targets are the claims the command drains; the reservation lasts while one of them exists.
 	targets   []string
 	goneSince time.Time
-	taken     int
 }
 
-// Reserve records the room command set aside for the re-created pods of the claims it drains
-// (targets), and marks the destination claims released: their nodes take pods already, so a
-// re-created pod nominated there and turned away is handled like any rejected nominee. A command
-// reserved twice keeps its first reservation.
+// Reserve records the room command set aside for the pods of the claims it drains (targets): until
+// a drained pod is gone it counts on its slot's claim (HeldClaim); then the first pending pod of its
+// owner takes the slot (TakeReservation). The destination claims are marked released: their nodes
+// take pods already, so a re-created pod nominated there and turned away is handled like any
+// rejected nominee. A command reserved twice keeps its first reservation.
 func (n *Nominations) Reserve(command string, targets []string, slots []Slot, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.reservations[command]; ok || len(slots) == 0 {
 		return
 	}
-	r := &reservation{open: map[types.UID][]string{}, claims: map[string]int{}, targets: append([]string(nil), targets...)}
+	r := &reservation{targets: append([]string(nil), targets...)}
 	for _, s := range slots {
-		r.open[s.Owner] = append(r.open[s.Owner], s.Claim)
-		r.claims[s.Claim]++
+		sl := &slot{Slot: s, held: s.Pod != ""}
+		r.slots = append(r.slots, sl)
+		if sl.held {
+			n.held[s.Pod] = sl
+		}
 		if _, ok := n.released[s.Claim]; !ok {
 			n.released[s.Claim] = now
 		}
@@ -46,31 +55,52 @@ func (n *Nominations) Reserve(command string, targets []string, slots []Slot, no
 	n.reservations[command] = r
 }
 
+// HeldClaim returns the claim a reservation holds room on for a drained pod still present.
+func (n *Nominations) HeldClaim(pod types.UID) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if sl := n.held[pod]; sl != nil {
+		return sl.Claim, true
+	}
+	return "", false
+}
+
 // TakeReservation nominates a pending pod of owner that Joist has not nominated yet to the claim a
-// reservation holds for owner's pods, using up that slot; it returns the claim, or false when no
-// reservation has an open slot for owner.
+// reservation holds for owner's pods, using up that slot (the drained pod it stands in for no longer
+// counts there); it returns the claim, or false when no reservation has an open slot for owner.
 func (n *Nominations) TakeReservation(pod, owner types.UID) (string, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.byPod[pod]; ok || n.turned[pod] {
 		return "", false
 	}
+	var pick *slot
 	for _, r := range n.reservations {
-		claims := r.open[owner]
-		if len(claims) == 0 {
-			continue
+		for _, sl := range r.slots {
+			// Prefer a slot whose drained pod is gone: that one is being re-created.
+			if sl.Owner == owner && !sl.taken && (pick == nil || pick.held && !sl.held) {
+				pick = sl
+			}
 		}
-		claim := claims[len(claims)-1]
-		if len(claims) == 1 {
-			delete(r.open, owner)
-		} else {
-			r.open[owner] = claims[:len(claims)-1]
-		}
-		r.taken++
-		n.nominateLocked(claim, pod)
-		return claim, true
 	}
-	return "", false
+	if pick == nil {
+		return "", false
+	}
+	pick.taken = true
+	if pick.held {
+		pick.held = false
+		delete(n.held, pick.Pod)
+	}
+	n.nominateLocked(pick.Claim, pod)
+	return pick.Claim, true
+}
+
+// unholdLocked frees the slot a drained pod held: the pod is gone.
+func (n *Nominations) unholdLocked(pod types.UID) {
+	if sl := n.held[pod]; sl != nil {
+		sl.held = false
+		delete(n.held, pod)
+	}
 }
 
 // HasReservationFor reports whether a reservation in force was made for pods of owner, taken or not.
@@ -78,8 +108,10 @@ func (n *Nominations) HasReservationFor(owner types.UID) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, r := range n.reservations {
-		if _, ok := r.open[owner]; ok {
-			return true
+		for _, sl := range r.slots {
+			if sl.Owner == owner {
+				return true
+			}
 		}
 	}
 	return false
@@ -95,8 +127,10 @@ func (n *Nominations) IsReserved(claim string) bool {
 
 func (n *Nominations) reservedLocked(claim string) bool {
 	for _, r := range n.reservations {
-		if r.claims[claim] > 0 {
-			return true
+		for _, sl := range r.slots {
+			if sl.Claim == claim {
+				return true
+			}
 		}
 	}
 	return false
@@ -117,10 +151,6 @@ func (n *Nominations) EndReservations(now time.Time, ttl time.Duration, exists f
 	defer n.mu.Unlock()
 	var ended []EndedReservation
 	for cmd, r := range n.reservations {
-		slots := 0
-		for _, c := range r.claims {
-			slots += c
-		}
 		gone := true
 		for _, t := range r.targets {
 			gone = gone && !exists(t)
@@ -136,7 +166,14 @@ func (n *Nominations) EndReservations(now time.Time, ttl time.Duration, exists f
 			continue
 		}
 		delete(n.reservations, cmd)
-		ended = append(ended, EndedReservation{Command: cmd, Slots: slots, Taken: r.taken})
+		taken := 0
+		for _, sl := range r.slots {
+			if sl.taken {
+				taken++
+			}
+			n.unholdLocked(sl.Pod)
+		}
+		ended = append(ended, EndedReservation{Command: cmd, Slots: len(r.slots), Taken: taken})
 	}
 	return ended
 }
