@@ -32,6 +32,10 @@ var (
 		Name: "joist_disruption_reservations_taken_total",
 		Help: "Re-created pods that took the room a disruption command reserved for them.",
 	})
+	repeatedEvictions = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "joist_disruption_repeated_evictions_total",
+		Help: "Pods a disruption command evicts that an earlier command already moved (each pod should be evicted at most once).",
+	})
 	reservationsUnused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "joist_disruption_reservations_unused_total",
 		Help: "Reserved slots no re-created pod took before the reservation ended.",
@@ -65,5 +69,5 @@ func reservationEnded(r state.EndedReservation) {
 }
 
 func init() {
-	crmetrics.Registry.MustRegister(plannedReplacements, unforeseenLaunches, replacementRatio, reservedPods, reservationsTaken, reservationsUnused)
+	crmetrics.Registry.MustRegister(plannedReplacements, unforeseenLaunches, replacementRatio, reservedPods, reservationsTaken, reservationsUnused, repeatedEvictions)
 }

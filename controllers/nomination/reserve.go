@@ -23,8 +23,9 @@ type Reservation struct {
 // slot's claim, and once evicted, the first pending pod of its workload takes the slot and is
 // nominated to the slot's claim, so the provisioner counts it there instead of buying a node for it.
 func (c *Controller) Reserve(r Reservation) {
-	c.store.Reserve(r.Command, r.Drained, r.Slots, c.clock.Now())
+	again := c.store.Reserve(r.Command, r.Drained, r.Slots, c.clock.Now())
 	reservedPods.Add(float64(len(r.Slots)))
+	repeatedEvictions.Add(float64(again))
 	countLaunches(r.Replacements, 0)
 }
 

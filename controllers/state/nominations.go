@@ -39,13 +39,15 @@ type Nominations struct {
 	reservations map[string]*reservation
 	// held maps the drained pods still present to their reservation slot.
 	held map[types.UID]*slot
+	// moved holds the pods that took a reservation, until they are deleted.
+	moved map[types.UID]bool
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
 	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{},
 		written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, renominated: map[types.UID]bool{}, turned: map[types.UID]bool{},
-		reservations: map[string]*reservation{}, held: map[types.UID]*slot{}}
+		reservations: map[string]*reservation{}, held: map[types.UID]*slot{}, moved: map[types.UID]bool{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
@@ -293,6 +295,7 @@ func (n *Nominations) ForgetPod(pod types.UID) {
 	defer n.mu.Unlock()
 	n.forgetLocked(pod)
 	n.unholdLocked(pod)
+	delete(n.moved, pod)
 }
 
 // forgetLocked drops everything known about the pod.

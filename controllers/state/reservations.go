@@ -35,14 +35,20 @@ type reservation struct {
 // owner takes the slot (TakeReservation). The destination claims are marked released: their nodes
 // take pods already, so a re-created pod nominated there and turned away is handled like any
 // rejected nominee. A command reserved twice keeps its first reservation.
-func (n *Nominations) Reserve(command string, targets []string, slots []Slot, now time.Time) {
+//
+// It returns how many of the slots' pods an earlier command already moved (they took a reservation):
+// each of those is evicted a second time.
+func (n *Nominations) Reserve(command string, targets []string, slots []Slot, now time.Time) (movedBefore int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, ok := n.reservations[command]; ok || len(slots) == 0 {
-		return
+		return 0
 	}
 	r := &reservation{targets: append([]string(nil), targets...)}
 	for _, s := range slots {
+		if n.moved[s.Pod] {
+			movedBefore++
+		}
 		sl := &slot{Slot: s, held: s.Pod != ""}
 		r.slots = append(r.slots, sl)
 		if sl.held {
@@ -53,6 +59,7 @@ func (n *Nominations) Reserve(command string, targets []string, slots []Slot, no
 		}
 	}
 	n.reservations[command] = r
+	return movedBefore
 }
 
 // HeldClaim returns the claim a reservation holds room on for a drained pod still present.
@@ -87,6 +94,7 @@ func (n *Nominations) TakeReservation(pod, owner types.UID) (string, bool) {
 		return "", false
 	}
 	pick.taken = true
+	n.moved[pod] = true
 	if pick.held {
 		pick.held = false
 		delete(n.held, pick.Pod)

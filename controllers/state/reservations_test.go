@@ -56,4 +56,8 @@ func TestReservationLifecycle(t *testing.T) {
 	if n.IsReserved("claim-b") {
 		t.Fatal("claim still reserved after its reservation ended")
 	}
+	// A later command drains new-2 again: a second eviction of a pod already moved once.
+	if again := n.Reserve("cmd-2", []string{"claim-b"}, []Slot{{Pod: "new-2", Owner: "rs", Claim: "claim-d"}, {Pod: "old-9", Owner: "rs", Claim: "claim-d"}}, now); again != 1 {
+		t.Fatalf("Reserve reported %d pods moved before, want 1 (new-2)", again)
+	}
 }
