@@ -230,6 +230,9 @@ func (c *Controller) writeNomination(ctx context.Context, uid types.UID, node, r
 		body = fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":{"nominatedNodeName":%q}}`, resourceVersion, node)
 	}
 	if err := c.kube.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(body)), client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
+		if apierrors.IsInvalid(err) {
+			return "", nil // bound since the cache's copy: the apiserver refuses a nomination then
+		}
 		return "", client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
 	}
 	c.store.Written(pod.UID, pod.ResourceVersion)
