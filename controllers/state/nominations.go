@@ -41,13 +41,17 @@ type Nominations struct {
 	held map[types.UID]*slot
 	// moved holds the pods that took a reservation, until they are deleted.
 	moved map[types.UID]bool
+	// reservedClaims and reservedOwners count the slots in force per destination claim and owner.
+	reservedClaims map[string]int
+	reservedOwners map[types.UID]int
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
 	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{},
 		written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, renominated: map[types.UID]bool{}, turned: map[types.UID]bool{},
-		reservations: map[string]*reservation{}, held: map[types.UID]*slot{}, moved: map[types.UID]bool{}}
+		reservations: map[string]*reservation{}, held: map[types.UID]*slot{}, moved: map[types.UID]bool{},
+		reservedClaims: map[string]int{}, reservedOwners: map[types.UID]int{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).

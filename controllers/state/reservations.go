@@ -51,6 +51,8 @@ func (n *Nominations) Reserve(command string, targets []string, slots []Slot, no
 		}
 		sl := &slot{Slot: s, held: s.Pod != ""}
 		r.slots = append(r.slots, sl)
+		n.reservedClaims[s.Claim]++
+		n.reservedOwners[s.Owner]++
 		if sl.held {
 			n.held[s.Pod] = sl
 		}
@@ -78,7 +80,7 @@ func (n *Nominations) HeldClaim(pod types.UID) (string, bool) {
 func (n *Nominations) TakeReservation(pod, owner types.UID) (string, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.byPod[pod]; ok || n.turned[pod] {
+	if _, ok := n.byPod[pod]; ok || n.turned[pod] || n.reservedOwners[owner] == 0 {
 		return "", false
 	}
 	var pick *slot
@@ -115,14 +117,7 @@ func (n *Nominations) unholdLocked(pod types.UID) {
 func (n *Nominations) HasReservationFor(owner types.UID) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, r := range n.reservations {
-		for _, sl := range r.slots {
-			if sl.Owner == owner {
-				return true
-			}
-		}
-	}
-	return false
+	return n.reservedOwners[owner] > 0
 }
 
 // IsReserved reports whether a reservation in force holds room on claim: its nominations keep
@@ -134,14 +129,7 @@ func (n *Nominations) IsReserved(claim string) bool {
 }
 
 func (n *Nominations) reservedLocked(claim string) bool {
-	for _, r := range n.reservations {
-		for _, sl := range r.slots {
-			if sl.Claim == claim {
-				return true
-			}
-		}
-	}
-	return false
+	return n.reservedClaims[claim] > 0
 }
 
 // EndedReservation is what a reservation achieved: of Slots pods planned to move, Taken re-created
@@ -180,8 +168,19 @@ func (n *Nominations) EndReservations(now time.Time, ttl time.Duration, exists f
 				taken++
 			}
 			n.unholdLocked(sl.Pod)
+			decrement(n.reservedClaims, sl.Claim)
+			decrement(n.reservedOwners, sl.Owner)
 		}
 		ended = append(ended, EndedReservation{Command: cmd, Slots: len(r.slots), Taken: taken})
 	}
 	return ended
+}
+
+// decrement lowers m[k] by one, dropping the key at zero.
+func decrement[K comparable](m map[K]int, k K) {
+	if m[k] <= 1 {
+		delete(m, k)
+		return
+	}
+	m[k]--
 }
