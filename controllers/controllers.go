@@ -23,6 +23,7 @@ import (
 	podmetricsctrl "github.com/joist-dev/joist/controllers/metrics/pod"
 	"github.com/joist-dev/joist/controllers/nodeclaim"
 	"github.com/joist-dev/joist/controllers/nodepool"
+	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/controllers/podmetrics"
 	"github.com/joist-dev/joist/controllers/provisioning"
 	"github.com/joist-dev/joist/controllers/state"
@@ -33,6 +34,7 @@ import (
 // Options holds each controller's options.
 type Options struct {
 	Provisioning      provisioning.Options
+	Nomination        nomination.Options
 	NodeClaim         nodeclaim.Options
 	Termination       termination.Options
 	GarbageCollection garbagecollection.Options
@@ -44,6 +46,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Provisioning:      provisioning.DefaultOptions(),
+		Nomination:        nomination.DefaultOptions(),
 		NodeClaim:         nodeclaim.DefaultOptions(),
 		Termination:       termination.DefaultOptions(),
 		GarbageCollection: garbagecollection.DefaultOptions(),
@@ -70,19 +73,24 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	}
 	kube := mgr.GetClient()
 	recorder := mgr.GetEventRecorder("joist")
-	nominations := state.NewNominations()
-	provisioner := provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)
+	// The nomination controller re-plans through the provisioner, which records its plans with it.
+	var provisioner *provisioning.Provisioner
+	nominations := nomination.New(kube, mgr.GetCache(), state.NewNominations(), func() { provisioner.Trigger() }, clk, opts.Nomination)
+	provisioner = provisioning.New(kube, mgr.GetCache(), cloud, nominations, recorder, clk, opts.Provisioning)
 	if err := mgr.Add(provisioner); err != nil {
 		return fmt.Errorf("adding provisioner: %w", err)
 	}
+	if err := nominations.Register(mgr); err != nil {
+		return fmt.Errorf("registering nomination controller: %w", err)
+	}
 	unavailable := cloudprovider.UnavailableOfferingsOf(cloud)
-	if err := nodeclaim.New(kube, cloud, nominations, unavailable, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
+	if err := nodeclaim.New(kube, cloud, unavailable, recorder, clk, opts.NodeClaim).Register(mgr); err != nil {
 		return fmt.Errorf("registering nodeclaim lifecycle controller: %w", err)
 	}
 	if err := termination.New(kube, cloud, recorder, clk, opts.Termination).Register(mgr); err != nil {
 		return fmt.Errorf("registering termination controller: %w", err)
 	}
-	if err := disruption.New(kube, mgr.GetAPIReader(), cloud, provisioner, recorder, clk, opts.Disruption).Register(mgr); err != nil {
+	if err := disruption.New(kube, mgr.GetAPIReader(), cloud, provisioner, nominations, recorder, clk, opts.Disruption).Register(mgr); err != nil {
 		return fmt.Errorf("registering disruption controller: %w", err)
 	}
 	if err := nodepool.New(kube).Register(mgr); err != nil {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,4 +78,30 @@ func preempting(pod *corev1.Pod, own bool, nodes map[string]*corev1.Node, claimO
 		return false
 	}
 	return true
+}
+
+// heldElsewhere adds to nominated the pods of nodes being removed (the Node or its NodeClaim is
+// deleting, or the Node is gone) that opts.Nomination places on a live claim: room a disruption
+// command reserved for them on their planned node. The snapshot leaves a removed node out, and
+// without this the room the drain's pods are about to need would look free until they are evicted
+// and re-created.
+func heldElsewhere(podsByNode map[string][]*corev1.Pod, nodes map[string]*corev1.Node, claimOfNode map[string]*v1.NodeClaim,
+	opts Options, live map[string]bool, nominated map[string][]*corev1.Pod) {
+	if opts.Nomination == nil {
+		return
+	}
+	names := make([]string, 0, len(podsByNode))
+	for name := range podsByNode {
+		if nc := claimOfNode[name]; nodes[name] == nil || (nc != nil && !nc.DeletionTimestamp.IsZero()) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, pod := range podsByNode[name] {
+			if claim, ok := opts.Nomination(pod, "", live); ok && live[claim] {
+				nominated[claim] = append(nominated[claim], pod)
+			}
+		}
+	}
 }

@@ -54,7 +54,8 @@ type Options struct {
 	// LiveClaim reports whether pods nominated to a NodeClaim still count as placed there; nil means
 	// every NodeClaim not being deleted.
 	LiveClaim func(*v1.NodeClaim) bool
-	// Nomination returns the NodeClaim Joist nominated a pending pod to, if any. nominated is the claim
+	// Nomination returns the NodeClaim Joist nominated a pending pod to, if any, or for a pod of a
+	// node being removed, the claim Joist holds room on for it (heldElsewhere). nominated is the claim
 	// the pod's status.nominatedNodeName names: the claim of that Node (whose name differs from the
 	// claim's on EC2), or the claim of that name before its Node registers. (live holds the live
 	// claims' names). nil means no pod is nominated: every provisionable pod is pending.
@@ -169,6 +170,7 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 		}
 	}
 	s.Input.Pods = s.Pending
+	heldElsewhere(podsByNode, nodeByName, claimOfNode, opts, live, nominated)
 
 	for _, node := range nodes {
 		if node.Spec.Unschedulable {

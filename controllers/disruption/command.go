@@ -121,13 +121,14 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 	if why := c.invalid(cl, cmd, now); why != "" {
 		return true, c.abort(ctx, cmd, why)
 	}
-	why, err := c.stillFits(ctx, cl, cmd)
+	why, placements, err := c.stillFits(ctx, cl, cmd)
 	if err != nil {
 		return false, err
 	}
 	if why != "" {
 		return true, c.abort(ctx, cmd, why)
 	}
+	c.reserve(cl, cmd, placements)
 	var errs []error
 	for _, t := range cmd.targets {
 		nc := claimNamed(cl, t.claim)

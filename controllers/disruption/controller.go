@@ -57,9 +57,11 @@ type Controller struct {
 	apiReader client.Reader
 	cloud     cloudprovider.CloudProvider
 	snapshots Snapshotter
-	recorder  events.EventRecorder
-	clock     clock.WithTicker
-	opts      Options
+	// reservations holds room for the pods an executing command evicts; nil holds none.
+	reservations Reserver
+	recorder     events.EventRecorder
+	clock        clock.WithTicker
+	opts         Options
 
 	mu sync.Mutex
 	// podSets remembers each claim's pods between loops (lastPodEventTime).
@@ -74,9 +76,9 @@ type Controller struct {
 }
 
 // New returns the disruption controller.
-func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter,
+func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter, reservations Reserver,
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{kube: kube, apiReader: apiReader, cloud: cloud, snapshots: snapshots, recorder: recorder, clock: clk,
+	return &Controller{kube: kube, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
 		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}}
 }
 

@@ -49,7 +49,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, m := range members {
 		byNode[m.node.Name] = m
 	}
-	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(nil)),
+	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(nil), in),
 		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
 	minSavings := c.opts.MinSavingsFraction
 	cin := solver.ConsolidationInput{Input: in, Budgets: budgets, MinSavingsFraction: &minSavings, SpotToSpot: c.opts.SpotToSpotConsolidation}

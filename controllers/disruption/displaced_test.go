@@ -59,7 +59,7 @@ func TestPlanKeepsRoomForPodsOfADrainingNode(t *testing.T) {
 	if got := plan(in); len(got.Commands) != 1 || len(got.Commands[0].Delete) != 1 {
 		t.Fatalf("without the draining node's pod the plan should merge b and c: %+v", got.Commands)
 	}
-	displaced := displacedPods(cl, nil, nil)
+	displaced := displacedPods(cl, nil, nil, solver.Input{})
 	if len(displaced) != 1 || displaced[0].Name != "a-0" {
 		t.Fatalf("displaced pods: %v", displaced)
 	}

@@ -47,7 +47,7 @@ func TestSeveralCommandsInFlightPerPoolWithinBudget(t *testing.T) {
 		}
 	}
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
-	c := New(kube, kube, noDrift{}, listSnapshot{kube}, events.NewFakeRecorder(100), clk, DefaultOptions())
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
 	for pass := range 3 {
 		if err := c.Reconcile(ctx); err != nil {
 			t.Fatalf("pass %d: %v", pass, err)

@@ -46,7 +46,7 @@ func TestPDBCasesThroughTheAPIServer(t *testing.T) {
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	c := New(kube, kube, noDrift{}, emptySnapshot{}, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, nil, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
 
 	for _, tc := range pdbcases.Cases() {
 		t.Run(tc.Name, func(t *testing.T) {

@@ -13,13 +13,13 @@ import (
 // replacements included) without launching anything, after the room the displaced pods need. The
 // kube-scheduler may have filled the planned room during the validation delay; executing anyway
 // would leave the evicted pods Pending until a new node boots. It returns why the command no longer
-// holds, or "".
-func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (string, error) {
+// holds, or "" and where the re-simulation placed the command's pods.
+func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (string, []solver.ExistingPlacement, error) {
 	in, err := c.snapshot(ctx)
 	if err != nil {
-		return "", fmt.Errorf("re-simulating %s command: %w", cmd.reason, err)
+		return "", nil, fmt.Errorf("re-simulating %s command: %w", cmd.reason, err)
 	}
-	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(cmd)),
+	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(cmd), in),
 		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
 	targets := map[string]bool{}
 	for _, t := range cmd.targets {
@@ -38,12 +38,12 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 		}
 	}
 	if len(sub.Pods) == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	r := solver.Solve(sub)
 	if len(r.Unschedulable) > 0 {
 		u := r.Unschedulable[0]
-		return fmt.Sprintf("re-simulated before deleting: pod %s/%s no longer fits anywhere (%s)", u.Pod.Namespace, u.Pod.Name, u.Reason), nil
+		return fmt.Sprintf("re-simulated before deleting: pod %s/%s no longer fits anywhere (%s)", u.Pod.Namespace, u.Pod.Name, u.Reason), nil, nil
 	}
 	if len(r.NewNodeClaims) > 0 {
 		pods := 0
@@ -51,7 +51,7 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 			pods += len(nc.Pods)
 		}
 		return fmt.Sprintf("re-simulated before deleting: %d of its %d pod(s) no longer fit on the remaining nodes and its replacements (the room was taken since the plan)",
-			pods, len(sub.Pods)), nil
+			pods, len(sub.Pods)), nil, nil
 	}
-	return "", nil
+	return "", r.ExistingPlacements, nil
 }

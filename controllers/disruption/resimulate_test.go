@@ -127,7 +127,7 @@ func TestCommandReSimulatedBeforeDelete(t *testing.T) {
 
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	recorder := events.NewFakeRecorder(100)
-	c := New(kube, kube, noDrift{}, listSnapshot{kube}, recorder, clk, DefaultOptions())
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, recorder, clk, DefaultOptions())
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}

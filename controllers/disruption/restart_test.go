@@ -69,7 +69,7 @@ func TestRestartReleasesUnfinishedCommandInOnePass(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := New(kube, kube, noDrift{}, emptySnapshot{}, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, nil, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
-	"github.com/joist-dev/joist/controllers/state"
 )
 
 // Options tune the lifecycle.
@@ -32,22 +31,18 @@ type Options struct {
 	LaunchTimeout time.Duration
 	// RegistrationTimeout deletes a launched claim whose Node did not register within it.
 	RegistrationTimeout time.Duration
-	// BatchReleaseTimeout bounds how long a ready node waits for the rest of its provisioning batch
-	// before it is released to the kube-scheduler on its own.
-	BatchReleaseTimeout time.Duration
 	// MaxConcurrentReconciles bounds parallel launches.
 	MaxConcurrentReconciles int
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, BatchReleaseTimeout: 30 * time.Second, MaxConcurrentReconciles: 10}
+	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, MaxConcurrentReconciles: 10}
 }
 
 // Controller reconciles NodeClaims.
 type Controller struct {
 	kube        client.Client
-	nominations *state.Nominations
 	cloud       cloudprovider.CloudProvider
 	unavailable *cloudprovider.UnavailableOfferings // may be nil: the provider keeps its own
 	recorder    events.EventRecorder
@@ -57,8 +52,8 @@ type Controller struct {
 
 // New returns the lifecycle controller. unavailable is the cache the provider reads offerings'
 // availability from; the launch path marks the offerings of an InsufficientCapacityError in it.
-func New(kube client.Client, cloud cloudprovider.CloudProvider, nominations *state.Nominations, unavailable *cloudprovider.UnavailableOfferings, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, nominations: nominations, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts}
+func New(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
+	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;update;patch;delete
@@ -67,8 +62,6 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, nominations *sta
 // Creating Nodes is the KWOK provider's alone (it writes the simulated Node); its ClusterRole is in
 // config/components/kwok, so installs on a real cloud never grant nodes/create.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile moves one claim along its lifecycle: one spec/metadata patch and one status patch at the end.
@@ -86,7 +79,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	var result reconcile.Result
 	var stepErr error
-	for _, step := range []func(context.Context, *v1.NodeClaim) (reconcile.Result, error){c.launch, c.register, c.release, c.initialize, c.liveness} {
+	for _, step := range []func(context.Context, *v1.NodeClaim) (reconcile.Result, error){c.launch, c.register, c.initialize, c.liveness} {
 		r, err := step(ctx, nc)
 		if err != nil {
 			stepErr = err

@@ -17,7 +17,6 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/nodeclaim"
-	"github.com/joist-dev/joist/controllers/state"
 )
 
 // deniedCloud refuses every launch with a terminal error, as the AWS provider does for
@@ -43,7 +42,7 @@ func TestTerminalLaunchErrorIsNotRetriedAndTheClaimTimesOut(t *testing.T) {
 	clk := clocktesting.NewFakeClock(now)
 	recorder := events.NewFakeRecorder(10)
 	creates := 0
-	c := nodeclaim.New(kube, deniedCloud{creates: &creates}, state.NewNominations(), nil, recorder, clk, nodeclaim.DefaultOptions())
+	c := nodeclaim.New(kube, deniedCloud{creates: &creates}, nil, recorder, clk, nodeclaim.DefaultOptions())
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}
 	for range 3 {
 		res, err := c.Reconcile(ctx, req)

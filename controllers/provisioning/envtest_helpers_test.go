@@ -20,6 +20,7 @@ import (
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
+	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/controllers/state"
 )
 
@@ -34,7 +35,8 @@ func testProvisioner(kube client.Client) (*Provisioner, *clocktesting.FakeClock,
 	clk := clocktesting.NewFakeClock(time.Now())
 	cloud := kwok.New(kube, cloudprovider.NewUnavailableOfferings(clk, 0), kwok.Options{InstanceTypes: catalog.Default()})
 	rec := events.NewFakeRecorder(100000)
-	return New(kube, nil, cloud, state.NewNominations(), rec, clk, DefaultOptions()), clk, rec
+	noms := nomination.New(kube, nil, state.NewNominations(), func() {}, clk, nomination.DefaultOptions())
+	return New(kube, nil, cloud, noms, rec, clk, DefaultOptions()), clk, rec
 }
 
 // readyPool creates a Ready NodePool (no controller runs to set the condition).

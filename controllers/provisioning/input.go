@@ -26,17 +26,15 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot.Snapshot, error) 
 	if err != nil {
 		return nil, err
 	}
+	p.nominations.Sweep(c.NodeClaims, c.Pods) // the callbacks below only read
 	return snapshot.Build(c, snapshot.Options{
 		InstanceTypes: func(np *v1.NodePool) ([]*catalog.InstanceType, error) {
 			return p.cloud.GetInstanceTypes(ctx, np)
 		},
 		ReadyNodePoolsOnly: true,
-		LiveClaim:          p.liveClaim,
-		Nomination:         p.nomination,
-		OwnNomination: func(pod *corev1.Pod) bool {
-			_, ok := p.nominations.ClaimOf(pod.UID)
-			return ok || p.nominations.Turned(pod.UID)
-		},
+		LiveClaim:          p.nominations.LiveClaim,
+		Nomination:         p.nominations.NominationOf,
+		OwnNomination:      p.nominations.Own,
 	})
 }
 
@@ -84,28 +82,4 @@ func pointers[T any](items []T) []*T {
 		out[i] = &items[i]
 	}
 	return out
-}
-
-// liveClaim reports whether nominations to the claim still count: not initialized for longer than
-// the nomination TTL (a pod still pending by then is re-planned).
-func (p *Provisioner) liveClaim(nc *v1.NodeClaim) bool {
-	if c := nc.GetCondition(v1.ConditionTypeInitialized); c != nil && c.Status == "True" &&
-		p.clock.Now().Sub(c.LastTransitionTime.Time) > p.opts.NominationTTL {
-		p.nominations.ForgetClaim(nc.Name)
-		return false
-	}
-	return true
-}
-
-// nomination is the claim Joist nominated a pending pod to, if its nomination has not expired.
-func (p *Provisioner) nomination(pod *corev1.Pod, nominated string, live map[string]bool) (string, bool) {
-	p.nominations.Expired(pod.UID, p.clock.Now(), p.opts.RejectionGrace)
-	claim, ok := p.nominations.ClaimOf(pod.UID)
-	if !ok && live[nominated] && !p.nominations.Turned(pod.UID) {
-		// Nominated before a restart: the pod remembers. (Not a pod whose nomination expired after
-		// the scheduler turned it away: the field is just stale.)
-		claim, ok = nominated, true
-		p.nominations.Nominate(claim, pod.UID)
-	}
-	return claim, ok
 }

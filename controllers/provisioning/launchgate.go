@@ -78,8 +78,9 @@ func (g *launchGate) admit(pools []solver.NodePoolInput) (kept []solver.NodePool
 	return kept, held
 }
 
-// mayCreate reports whether a create for pool may go ahead now; after a hold only one (the probe) may.
-func (g *launchGate) mayCreate(pool string) bool {
+// startCreate takes the pool's turn to create, and reports whether it got it: a create may go ahead
+// now, but after a hold only one (the probe), which this marks as under way.
+func (g *launchGate) startCreate(pool string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	h := g.pools[pool]

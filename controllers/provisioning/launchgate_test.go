@@ -136,7 +136,7 @@ func TestLaunchGateRate(t *testing.T) {
 	g := newLaunchGate(clk)
 	creates := 0
 	for tick := 0; tick < 600; tick++ { // ten minutes, asking every second
-		if g.mayCreate("broken") {
+		if g.startCreate("broken") {
 			creates++
 			g.observe("broken", errRefused)
 		}
@@ -149,7 +149,7 @@ func TestLaunchGateRate(t *testing.T) {
 		t.Errorf("%d creates in ten minutes, want the hold to grow (≤ 12)", creates)
 	}
 	g.observe("broken", nil)
-	if !g.mayCreate("broken") || !g.mayCreate("broken") {
+	if !g.startCreate("broken") || !g.startCreate("broken") {
 		t.Errorf("a success must clear the hold")
 	}
 }

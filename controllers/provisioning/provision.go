@@ -58,9 +58,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	for _, pl := range result.ExistingPlacements {
 		if claim, ok := claimOf[pl.Node]; ok {
-			for _, pod := range pl.Pods {
-				p.nominations.Nominate(claim, pod.UID)
-			}
+			p.nominations.Plan(claim, pl.Pods)
 		}
 	}
 	plans, blocked := s.Admit(result.NewNodeClaims)
@@ -104,7 +102,7 @@ const launchParallelism = 16
 
 // launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
 func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string, known requirements.KnownKeys) error {
-	if !p.launchGate.mayCreate(np.Name) {
+	if !p.launchGate.startCreate(np.Name) {
 		return nil // the pool is backing off: its pods are planned again when the hold ends
 	}
 	nc := nodeClaimFor(np, plan, known)
@@ -119,8 +117,8 @@ func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.
 	log.FromContext(ctx).V(1).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
 		"instanceType", plan.InstanceType.Name, "zone", plan.Offering.Zone, "capacityType", plan.Offering.CapacityType,
 		"pods", len(plan.Pods))
+	p.nominations.Launched(nc.Name, plan.Pods)
 	for _, pod := range plan.Pods {
-		p.nominations.Nominate(nc.Name, pod.UID)
 		if p.nominatedEvents.TryAccept() {
 			p.recorder.Eventf(pod, nc, corev1.EventTypeNormal, ReasonNominated, "Provision",
 				"Pod should schedule on: nodeclaim/%s (%s)", nc.Name, plan.InstanceType.Name)

@@ -11,11 +11,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,7 +24,7 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
-	"github.com/joist-dev/joist/controllers/state"
+	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/snapshot"
 )
 
@@ -43,12 +41,6 @@ type Options struct {
 	BatchSettleDuration time.Duration
 	// ResyncPeriod re-runs the solver for pods still pending, in case nothing else triggers it.
 	ResyncPeriod time.Duration
-	// RejectionGrace is how long a pod the kube-scheduler turned away from its planned node keeps its
-	// nomination before it is planned again.
-	RejectionGrace time.Duration
-	// NominationTTL is how long after its NodeClaim initialized a pod's nomination still counts; a
-	// pod still pending then is re-planned.
-	NominationTTL time.Duration
 }
 
 // DefaultOptions returns the documented defaults.
@@ -58,8 +50,6 @@ func DefaultOptions() Options {
 		BatchMaxDuration:    10 * time.Second,
 		BatchSettleDuration: 100 * time.Millisecond,
 		ResyncPeriod:        30 * time.Second,
-		NominationTTL:       30 * time.Second,
-		RejectionGrace:      2 * time.Second,
 	}
 }
 
@@ -79,8 +69,10 @@ type Provisioner struct {
 	clock    clock.WithTicker
 	opts     Options
 
-	batcher     *batcher
-	nominations *state.Nominations
+	batcher *batcher
+	// nominations records the plans' pods per NodeClaim and answers the snapshot's questions about
+	// them; it alone writes pods' nominations and releases nodes.
+	nominations *nomination.Controller
 	// nominatedEvents rate-limits the per-pod Nominated events (burst 10, then 5/s, as Karpenter
 	// does): a 1,000-pod burst would otherwise add 1,000 writes to the apiserver just when it is
 	// busiest creating, nominating and binding those pods.
@@ -95,7 +87,7 @@ type Provisioner struct {
 var _ manager.LeaderElectionRunnable = (*Provisioner)(nil)
 
 // New returns a provisioner; register it with mgr.Add.
-func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvider, nominations *state.Nominations, recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Provisioner {
+func New(kube client.Client, c ctrlcache.Cache, cloud cloudprovider.CloudProvider, nominations *nomination.Controller, recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Provisioner {
 	return &Provisioner{
 		kube: kube, cache: c, cloud: cloud, recorder: recorder, clock: clk, opts: opts,
 		batcher:         newBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
@@ -128,7 +120,6 @@ func (p *Provisioner) Start(ctx context.Context) error {
 		})
 	}
 	go p.resync(ctx)
-	go p.watchStalls(ctx)
 	for p.batcher.Wait(ctx) {
 		err := p.Provision(ctx)
 		if err != nil {
@@ -151,20 +142,6 @@ func (p *Provisioner) resync(ctx context.Context) {
 	})
 }
 
-// watchStalls looks, every RejectionGrace, for pods planned onto released nodes that the
-// kube-scheduler has left pending without a word, and handles them as rejected.
-func (p *Provisioner) watchStalls(ctx context.Context) {
-	p.everyPendingPods(ctx, p.opts.RejectionGrace, func(pods []corev1.Pod) {
-		for i := range pods {
-			pod := &pods[i]
-			if !snapshot.Provisionable(pod) || !p.nominations.Stalled(pod.UID, p.clock.Now(), p.opts.RejectionGrace) {
-				continue
-			}
-			p.handleRejection(ctx, pod, "kube-scheduler left a planned pod pending")
-		}
-	})
-}
-
 // everyPendingPods hands the unbound pods (shared cache copies: read only) to f every period.
 func (p *Provisioner) everyPendingPods(ctx context.Context, period time.Duration, f func([]corev1.Pod)) {
 	ticker := p.clock.NewTicker(period)
@@ -182,58 +159,9 @@ func (p *Provisioner) everyPendingPods(ctx context.Context, period time.Duration
 	}
 }
 
-// handleRejection acts on a planned pod the kube-scheduler did not place (Rejected or Stalled): one
-// that lost its nomination gets it written again, one still nominated waits for the rejection to
-// expire and is then planned again. pod may be a shared cache copy.
-func (p *Provisioner) handleRejection(ctx context.Context, pod *corev1.Pod, what string) {
-	claim, _ := p.nominations.ClaimOf(pod.UID)
-	log.FromContext(ctx).V(1).Info(what, "pod", klog.KObj(pod), "nodeclaim", claim, "message", snapshot.ScheduledMessage(pod))
-	if pod.Status.NominatedNodeName != "" {
-		go p.replanWhenExpired(ctx, pod.UID) // still nominated: writing it again changes nothing
-		return
-	}
-	go p.renominateOrReplan(ctx, pod.DeepCopy(), claim)
-}
-
-// renominateOrReplan writes a rejected pod's nomination once more: the scheduler clears it on any
-// failed attempt, and the attempt may have come just before the node was released; a pod left
-// without its nomination can take the room held for another such pod and strand it. A pod rejected
-// again, or one the write fails for, is planned again once its rejection expires.
-func (p *Provisioner) renominateOrReplan(ctx context.Context, pod *corev1.Pod, claim string) {
-	if p.nominations.StartRenomination(pod.UID) {
-		nc := &v1.NodeClaim{}
-		if err := p.kube.Get(ctx, client.ObjectKey{Name: claim}, nc); err == nil && nc.Status.NodeName != "" {
-			// The resourceVersion makes it conditional: a pod that changed meanwhile (bound, say) is left alone.
-			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":{"nominatedNodeName":%q}}`,
-				pod.ResourceVersion, nc.Status.NodeName)))
-			if err := p.kube.Status().Patch(ctx, pod, patch, client.FieldOwner(snapshot.NominationFieldManager)); err == nil {
-				p.nominations.Renominated(pod.UID, pod.ResourceVersion)
-				return
-			}
-		}
-	}
-	p.replanWhenExpired(ctx, pod.UID)
-}
-
-// replanWhenExpired starts a batch once a rejected pod's nomination has expired, unless it bound or
-// went away first.
-func (p *Provisioner) replanWhenExpired(ctx context.Context, pod types.UID) {
-	for {
-		left, rejected := p.nominations.ExpiresIn(pod, p.clock.Now(), p.opts.RejectionGrace)
-		if !rejected {
-			return
-		}
-		if left <= 0 {
-			p.batcher.Trigger()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.clock.After(left):
-		}
-	}
-}
+// Trigger starts a batch, as if a pod had arrived: the nomination controller calls it when a pod it
+// turned away from its planned node must be planned again.
+func (p *Provisioner) Trigger() { p.batcher.Trigger() }
 
 // warmUp starts the informers a snapshot reads and waits for them to sync, so the first batch does
 // not pay for listing the cluster (a few hundred milliseconds before its first NodeClaim).
@@ -266,22 +194,12 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			return
 		}
 		if snapshot.Provisionable(pod) {
-			if p.nominations.Rejected(pod.UID, pod.Status.NominatedNodeName, pod.ResourceVersion, snapshot.MarkedUnschedulable(pod), p.clock.Now()) {
-				// Its planned node did not take it. Give the scheduler RejectionGrace to place it
-				// there after all (spread constraints loosen as other pods land), then plan again.
-				p.handleRejection(ctx, pod, "kube-scheduler turned a pod away from its planned node")
-				return
-			}
+			// A pod seen before (a rejected nominee, say) is not a new arrival; the nomination
+			// controller triggers a batch when it must be planned again.
 			p.batcher.Arrive(pod.UID, workloadOf(pod))
 			return
 		}
 		p.batcher.Forget(pod.UID)
-		switch {
-		case pod.Spec.NodeName != "":
-			p.nominations.Bound(pod.UID, p.clock.Now())
-		case !pod.DeletionTimestamp.IsZero():
-			p.nominations.ForgetPod(pod.UID)
-		}
 	}
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
@@ -292,7 +210,6 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
 				p.batcher.Forget(pod.UID)
-				p.nominations.ForgetPod(pod.UID)
 			}
 		},
 	}); err != nil {
@@ -314,13 +231,11 @@ func (p *Provisioner) watch(ctx context.Context) error {
 			}
 			if nc, ok := obj.(*v1.NodeClaim); ok {
 				p.cacheGate.seen(nc.Name)
-				p.nominations.ForgetClaim(nc.Name)
 				p.batcher.Trigger()
 			}
 		},
 		UpdateFunc: func(_, obj interface{}) {
 			if nc, ok := obj.(*v1.NodeClaim); ok && !nc.DeletionTimestamp.IsZero() {
-				p.nominations.ForgetClaim(nc.Name)
 				p.batcher.Trigger()
 			}
 		},

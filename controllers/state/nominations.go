@@ -10,12 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Nominations remembers which pending pods each launched NodeClaim was planned for. The provisioner
-// counts those pods as provided for, so the next batch does not launch again for them; the NodeClaim
-// lifecycle controller points them at the claim's node (status.nominatedNodeName) just before the node
-// becomes schedulable, so the kube-scheduler places them as planned. It is memory only: after a
-// restart, in-flight claims count as empty capacity and the solver re-packs the pending pods into them
-// first (they were sized for those pods), so no duplicate capacity is launched.
+// Nominations remembers which pending pods each NodeClaim was planned for. The provisioner counts
+// those pods as provided for, so the next batch does not launch again for them; the nomination
+// controller (controllers/nomination) points them at the claim's node (status.nominatedNodeName) just
+// before the node becomes schedulable, so the kube-scheduler places them as planned. It is memory
+// only: after a restart, in-flight claims count as empty capacity and the solver re-packs the pending
+// pods into them first (they were sized for those pods), so no duplicate capacity is launched.
+//
+// Queries (ClaimOf, PodsOf, IsRejection, IsStalled, ExpiresIn, Turned, WrittenSince, …) never change
+// the store; the methods that do are named for what they record (Nominate, MarkRejected, Sweep, …).
 type Nominations struct {
 	mu       sync.Mutex
 	byClaim  map[string]map[types.UID]struct{}
@@ -25,25 +28,40 @@ type Nominations struct {
 	written map[types.UID]int64
 	// rejected holds when the scheduler first turned a pod away from its released claim.
 	rejected map[types.UID]time.Time
-	// releasing holds the provisioning batches whose release one worker is carrying out.
-	releasing map[string]bool
 	// lastBind is when a nominated pod last bound to a node.
 	lastBind time.Time
 	// renominated holds the pods whose nomination was written again after a rejection.
 	renominated map[types.UID]bool
 	// turned holds the pods whose nomination expired after a rejection, until they bind or go.
 	turned map[types.UID]bool
+	// reservations holds room a disruption command set aside for the re-created pods of its drained
+	// nodes (see reservations.go).
+	reservations map[string]*reservation
+	// held maps the drained pods still present to their reservation slot.
+	held map[types.UID]*slot
+	// moved holds the pods that took a reservation, until they are deleted.
+	moved map[types.UID]bool
+	// reservedClaims and reservedOwners count the slots in force per destination claim and owner.
+	reservedClaims map[string]int
+	reservedOwners map[types.UID]int
 }
 
 // NewNominations returns an empty store.
 func NewNominations() *Nominations {
-	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{}, written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, releasing: map[string]bool{}, renominated: map[types.UID]bool{}, turned: map[types.UID]bool{}}
+	return &Nominations{byClaim: map[string]map[types.UID]struct{}{}, byPod: map[types.UID]string{}, released: map[string]time.Time{},
+		written: map[types.UID]int64{}, rejected: map[types.UID]time.Time{}, renominated: map[types.UID]bool{}, turned: map[types.UID]bool{},
+		reservations: map[string]*reservation{}, held: map[types.UID]*slot{}, moved: map[types.UID]bool{},
+		reservedClaims: map[string]int{}, reservedOwners: map[types.UID]int{}}
 }
 
 // Nominate records that pod should land on claim (replacing any earlier nomination).
 func (n *Nominations) Nominate(claim string, pod types.UID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.nominateLocked(claim, pod)
+}
+
+func (n *Nominations) nominateLocked(claim string, pod types.UID) {
 	if old, ok := n.byPod[pod]; ok {
 		delete(n.byClaim[old], pod)
 	}
@@ -62,23 +80,48 @@ func (n *Nominations) ClaimOf(pod types.UID) (string, bool) {
 	return c, ok
 }
 
-// ForgetClaim drops every nomination to claim (it was deleted, or its pods had time to bind).
+// Known reports whether Joist remembers nominating the pod: it is nominated, or its nomination
+// expired after a rejection (its status.nominatedNodeName, if set, is Joist's and stale).
+func (n *Nominations) Known(pod types.UID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.byPod[pod]
+	return ok || n.turned[pod]
+}
+
+// ForgetClaim drops every nomination to claim (it was deleted, or its pods had time to bind) and
+// what was recorded about those pods' nominations.
 func (n *Nominations) ForgetClaim(claim string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.forgetClaimLocked(claim)
+}
+
+func (n *Nominations) forgetClaimLocked(claim string) {
 	for pod := range n.byClaim[claim] {
 		delete(n.byPod, pod)
+		delete(n.written, pod)
+		delete(n.rejected, pod)
+		delete(n.renominated, pod)
 	}
 	delete(n.byClaim, claim)
 	delete(n.released, claim)
 }
 
 // MarkReleased records that the claim's node was released to the kube-scheduler with its pods
-// nominated to it. From then on a pod of the claim still pending can be Rejected or Stalled.
+// nominated to it. From then on a pod of the claim still pending can be rejected or stalled.
 func (n *Nominations) MarkReleased(claim string, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.released[claim] = now
+}
+
+// IsReleased reports whether MarkReleased was recorded for the claim.
+func (n *Nominations) IsReleased(claim string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.released[claim]
+	return ok
 }
 
 // Written records the resourceVersion our nominatedNodeName patch gave the pod.
@@ -105,13 +148,13 @@ func (n *Nominations) WrittenSince(pod types.UID, resourceVersion string) bool {
 	return ok && written > rv
 }
 
-// Rejected records, and reports the first time, that the pod was nominated to a released claim yet is
-// seen, in a version newer than our nomination, still pending and either without a nominated node
-// or marked unschedulable: the scheduler clears the field when it cannot place a pod, except when
-// its preemption step finds no candidates, which leaves the field as it was. The rejection is often
-// transient (topology spread allows the planned node again once other pods land), so the
-// nomination keeps counting until Expired says otherwise.
-func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion string, unschedulable bool, now time.Time) bool {
+// IsRejection reports whether a pod seen in this state is a new rejection: it is nominated to a
+// released claim, not already rejected, and seen in a version newer than our nomination still
+// pending and either without a nominated node or marked unschedulable. (The scheduler clears the
+// field when it cannot place a pod, except when its preemption step finds no candidates, which
+// leaves the field as it was.) The rejection is often transient (topology spread allows the planned
+// node again once other pods land), so the nomination keeps counting until it expires.
+func (n *Nominations) IsRejection(pod types.UID, nominatedNodeName, resourceVersion string, unschedulable bool) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	claim, ok := n.byPod[pod]
@@ -125,15 +168,14 @@ func (n *Nominations) Rejected(pod types.UID, nominatedNodeName, resourceVersion
 	if written, ok := n.written[pod]; !ok || err != nil || rv <= written {
 		return false // an event from before our nomination
 	}
-	n.rejected[pod] = now
 	return true
 }
 
-// Stalled records as rejected, and reports, a pod nominated to a released claim that is still
-// pending although grace has passed since its claim's release and since a nominee last bound: the
-// kube-scheduler has gone quiet without placing it, and without a write that Rejected would see
-// (a failed attempt whose status and nomination did not change).
-func (n *Nominations) Stalled(pod types.UID, now time.Time, grace time.Duration) bool {
+// IsStalled reports whether a pod nominated to a released claim, not rejected yet, is still pending
+// although grace has passed since its claim's release and since a nominee last bound: the
+// kube-scheduler has gone quiet without placing it, and without a write IsRejection would see (a
+// failed attempt whose status and nomination did not change).
+func (n *Nominations) IsStalled(pod types.UID, now time.Time, grace time.Duration) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	claim, ok := n.byPod[pod]
@@ -144,7 +186,18 @@ func (n *Nominations) Stalled(pod types.UID, now time.Time, grace time.Duration)
 	if _, seen := n.rejected[pod]; !released || seen {
 		return false
 	}
-	if now.Sub(n.orLastBind(releasedAt)) < grace {
+	return now.Sub(n.orLastBind(releasedAt)) >= grace
+}
+
+// MarkRejected records that the scheduler turned the nominated pod away at now; it returns false,
+// and changes nothing, if the pod is not nominated or its rejection was already recorded.
+func (n *Nominations) MarkRejected(pod types.UID, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.byPod[pod]; !ok {
+		return false
+	}
+	if _, seen := n.rejected[pod]; seen {
 		return false
 	}
 	n.rejected[pod] = now
@@ -157,7 +210,11 @@ func (n *Nominations) Stalled(pod types.UID, now time.Time, grace time.Duration)
 func (n *Nominations) StartRenomination(pod types.UID) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return setOnce(n.renominated, pod)
+	if n.renominated[pod] {
+		return false
+	}
+	n.renominated[pod] = true
+	return true
 }
 
 // Renominated records that the rejected pod's nomination was written again at resourceVersion: the
@@ -196,16 +253,26 @@ func (n *Nominations) orLastBind(t time.Time) time.Time {
 	return t
 }
 
-// Expired drops, and reports, the nomination of a pod whose rejection has expired (see ExpiresIn).
-func (n *Nominations) Expired(pod types.UID, now time.Time, grace time.Duration) bool {
+// Sweep drops, at now, the nominations whose rejection expired (their pods count as turned away
+// until they bind or go) and every nomination to the stale claims but those a reservation holds
+// room on. It returns the pods whose nomination expired.
+func (n *Nominations) Sweep(now time.Time, grace time.Duration, staleClaims []string) []types.UID {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if left, ok := n.expiresInLocked(pod, now, grace); !ok || left > 0 {
-		return false
+	var expired []types.UID
+	for pod := range n.rejected {
+		if left, _ := n.expiresInLocked(pod, now, grace); left <= 0 {
+			n.forgetLocked(pod)
+			n.turned[pod] = true
+			expired = append(expired, pod)
+		}
 	}
-	n.forgetLocked(pod)
-	n.turned[pod] = true
-	return true
+	for _, claim := range staleClaims {
+		if !n.reservedLocked(claim) {
+			n.forgetClaimLocked(claim)
+		}
+	}
+	return expired
 }
 
 // Turned reports whether the pod's nomination expired after the scheduler turned it away: its
@@ -226,11 +293,13 @@ func (n *Nominations) Bound(pod types.UID, now time.Time) {
 	n.forgetLocked(pod)
 }
 
-// ForgetPod drops the pod's nomination (it was bound or deleted).
+// ForgetPod drops the pod's nomination, and frees the reservation slot it held (it was deleted).
 func (n *Nominations) ForgetPod(pod types.UID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.forgetLocked(pod)
+	n.unholdLocked(pod)
+	delete(n.moved, pod)
 }
 
 // forgetLocked drops everything known about the pod.
@@ -241,6 +310,9 @@ func (n *Nominations) forgetLocked(pod types.UID) {
 	delete(n.turned, pod)
 	if c, ok := n.byPod[pod]; ok {
 		delete(n.byClaim[c], pod)
+		if len(n.byClaim[c]) == 0 {
+			delete(n.byClaim, c)
+		}
 		delete(n.byPod, pod)
 	}
 }
@@ -254,28 +326,4 @@ func (n *Nominations) PodsOf(claim string) []types.UID {
 		out = append(out, uid)
 	}
 	return out
-}
-
-// StartRelease claims the release of a provisioning batch for the caller; it is false while another
-// worker is releasing it. FinishRelease hands it back.
-func (n *Nominations) StartRelease(batch string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return setOnce(n.releasing, batch)
-}
-
-// setOnce adds key to set and reports whether it was missing.
-func setOnce[K comparable](set map[K]bool, key K) bool {
-	if set[key] {
-		return false
-	}
-	set[key] = true
-	return true
-}
-
-// FinishRelease ends a release started with StartRelease.
-func (n *Nominations) FinishRelease(batch string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	delete(n.releasing, batch)
 }

@@ -3,6 +3,8 @@ package state
 import (
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestNominationsLifecycle(t *testing.T) {
@@ -19,37 +21,37 @@ func TestNominationsLifecycle(t *testing.T) {
 	}
 
 	// Not released yet: an empty nominatedNodeName is not a rejection.
-	if n.Rejected("pod-1", "", "20", false, now) {
+	if rejected(n, "pod-1", "", "20", false, now) {
 		t.Fatal("rejection before release")
 	}
 	n.MarkReleased("claim-a", now)
 	n.Written("pod-1", "10")
-	if n.Rejected("pod-1", "", "9", false, now) {
+	if rejected(n, "pod-1", "", "9", false, now) {
 		t.Fatal("an event older than our nomination counted as a rejection")
 	}
-	if n.Rejected("pod-1", "claim-a", "11", false, now) {
+	if rejected(n, "pod-1", "claim-a", "11", false, now) {
 		t.Fatal("a pod still nominated counted as rejected")
 	}
 
-	if !n.Rejected("pod-1", "", "11", false, now) {
+	if !rejected(n, "pod-1", "", "11", false, now) {
 		t.Fatal("a newer version without nominatedNodeName is a rejection")
 	}
 	// The scheduler's preemption step can leave the field set on a pod it could not place.
 	n.Nominate("claim-a", "pod-4")
 	n.Written("pod-4", "10")
-	if n.Rejected("pod-4", "node-a", "10", true, now) {
+	if rejected(n, "pod-4", "node-a", "10", true, now) {
 		t.Fatal("the unschedulable mark our own write carried over counted as a rejection")
 	}
-	if !n.Rejected("pod-4", "node-a", "12", true, now) {
+	if !rejected(n, "pod-4", "node-a", "12", true, now) {
 		t.Fatal("a pod marked unschedulable after our nomination is rejected, nominated or not")
 	}
-	if n.Expired("pod-1", now.Add(time.Second), 2*time.Second) {
+	if expired(n, "pod-1", now.Add(time.Second), 2*time.Second) {
 		t.Fatal("expired within the grace period")
 	}
 	if _, ok := n.ClaimOf("pod-1"); !ok {
 		t.Fatal("nomination dropped during the grace period")
 	}
-	if !n.Expired("pod-1", now.Add(2*time.Second), 2*time.Second) {
+	if !expired(n, "pod-1", now.Add(2*time.Second), 2*time.Second) {
 		t.Fatal("not expired after the grace period")
 	}
 	if _, ok := n.ClaimOf("pod-1"); ok {
@@ -60,13 +62,6 @@ func TestNominationsLifecycle(t *testing.T) {
 	if _, ok := n.ClaimOf("pod-2"); ok {
 		t.Fatal("nomination kept after its claim was forgotten")
 	}
-	if !n.StartRelease("batch") || n.StartRelease("batch") {
-		t.Fatal("a batch release must be taken by one worker at a time")
-	}
-	n.FinishRelease("batch")
-	if !n.StartRelease("batch") {
-		t.Fatal("release not handed back")
-	}
 }
 
 func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
@@ -76,7 +71,7 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	n.Nominate("claim-a", "pod-2")
 	n.MarkReleased("claim-a", now)
 	n.Written("pod-1", "10")
-	if !n.Rejected("pod-1", "", "11", false, now) {
+	if !rejected(n, "pod-1", "", "11", false, now) {
 		t.Fatal("rejection not recorded")
 	}
 	// The scheduler is still binding the batch: pod-2 binds 1.5s after the rejection.
@@ -84,10 +79,10 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	if left, ok := n.ExpiresIn("pod-1", now.Add(2*time.Second), 2*time.Second); !ok || left != 1500*time.Millisecond {
 		t.Fatalf("ExpiresIn = %s, %v; want 1.5s left, counted from the last bind", left, ok)
 	}
-	if n.Expired("pod-1", now.Add(3*time.Second), 2*time.Second) {
+	if expired(n, "pod-1", now.Add(3*time.Second), 2*time.Second) {
 		t.Fatal("expired although a nominee bound less than the grace ago")
 	}
-	if !n.Expired("pod-1", now.Add(3500*time.Millisecond), 2*time.Second) {
+	if !expired(n, "pod-1", now.Add(3500*time.Millisecond), 2*time.Second) {
 		t.Fatal("not expired the grace after the last bind")
 	}
 	if !n.Turned("pod-1") {
@@ -99,9 +94,9 @@ func TestRejectionGraceCountsFromTheLastBind(t *testing.T) {
 	// A bind of a pod nobody nominated is not progress of a batch.
 	n.Nominate("claim-a", "pod-3")
 	n.Written("pod-3", "20")
-	n.Rejected("pod-3", "", "21", false, now.Add(10*time.Second))
+	rejected(n, "pod-3", "", "21", false, now.Add(10*time.Second))
 	n.Bound("pod-other", now.Add(11*time.Second))
-	if !n.Expired("pod-3", now.Add(12*time.Second), 2*time.Second) {
+	if !expired(n, "pod-3", now.Add(12*time.Second), 2*time.Second) {
 		t.Fatal("an unrelated pod's bind delayed the expiry")
 	}
 }
@@ -126,7 +121,7 @@ func TestRenominationOncePerPod(t *testing.T) {
 	n.Nominate("claim-a", "pod-1")
 	n.MarkReleased("claim-a", now)
 	n.Written("pod-1", "10")
-	if !n.Rejected("pod-1", "", "11", false, now) {
+	if !rejected(n, "pod-1", "", "11", false, now) {
 		t.Fatal("rejection not recorded")
 	}
 	if !n.StartRenomination("pod-1") {
@@ -136,10 +131,10 @@ func TestRenominationOncePerPod(t *testing.T) {
 	if _, ok := n.ExpiresIn("pod-1", now, time.Second); ok {
 		t.Fatal("a renominated pod still counts as rejected")
 	}
-	if n.Rejected("pod-1", "", "12", false, now) {
+	if rejected(n, "pod-1", "", "12", false, now) {
 		t.Fatal("our own renomination's version counted as a rejection")
 	}
-	if !n.Rejected("pod-1", "", "13", false, now) {
+	if !rejected(n, "pod-1", "", "13", false, now) {
 		t.Fatal("a second rejection after the renomination not recorded")
 	}
 	if n.StartRenomination("pod-1") {
@@ -159,21 +154,82 @@ func TestStalled(t *testing.T) {
 	now := time.Unix(100, 0)
 	n.Nominate("claim-a", "pod-1")
 	n.Nominate("claim-a", "pod-2")
-	if n.Stalled("pod-1", now.Add(time.Minute), 2*time.Second) {
+	if stalled(n, "pod-1", now.Add(time.Minute), 2*time.Second) {
 		t.Fatal("a pod of an unreleased claim is not stalled")
 	}
 	n.MarkReleased("claim-a", now)
 	n.Bound("pod-2", now.Add(3*time.Second))
-	if n.Stalled("pod-1", now.Add(4*time.Second), 2*time.Second) {
+	if stalled(n, "pod-1", now.Add(4*time.Second), 2*time.Second) {
 		t.Fatal("stalled although a nominee bound less than the grace ago")
 	}
-	if !n.Stalled("pod-1", now.Add(5*time.Second), 2*time.Second) {
+	if !stalled(n, "pod-1", now.Add(5*time.Second), 2*time.Second) {
 		t.Fatal("not stalled the grace after the last bind")
 	}
-	if n.Stalled("pod-1", now.Add(6*time.Second), 2*time.Second) {
+	if stalled(n, "pod-1", now.Add(6*time.Second), 2*time.Second) {
 		t.Fatal("a stall is reported once")
 	}
 	if left, ok := n.ExpiresIn("pod-1", now.Add(6*time.Second), 2*time.Second); !ok || left != time.Second {
 		t.Fatalf("ExpiresIn = %s, %v; a stalled pod is rejected from the moment it was found", left, ok)
+	}
+}
+
+// rejected records a rejection the way the nomination controller does: ask, then record.
+func rejected(n *Nominations, pod types.UID, nominatedNodeName, resourceVersion string, unschedulable bool, now time.Time) bool {
+	return n.IsRejection(pod, nominatedNodeName, resourceVersion, unschedulable) && n.MarkRejected(pod, now)
+}
+
+func stalled(n *Nominations, pod types.UID, now time.Time, grace time.Duration) bool {
+	return n.IsStalled(pod, now, grace) && n.MarkRejected(pod, now)
+}
+
+// expired sweeps at now and reports whether pod's nomination was among those that expired.
+func expired(n *Nominations, pod types.UID, now time.Time, grace time.Duration) bool {
+	for _, uid := range n.Sweep(now, grace, nil) {
+		if uid == pod {
+			return true
+		}
+	}
+	return false
+}
+
+// The queries answer the same however often they are asked: only MarkRejected and Sweep record.
+func TestQueriesDoNotMutate(t *testing.T) {
+	n := NewNominations()
+	now := time.Unix(100, 0)
+	n.Nominate("claim-a", "pod-1")
+	n.MarkReleased("claim-a", now)
+	n.Written("pod-1", "10")
+	for i := 0; i < 3; i++ {
+		if !n.IsRejection("pod-1", "", "11", false) {
+			t.Fatalf("ask %d: IsRejection changed its answer", i)
+		}
+		if !n.IsStalled("pod-1", now.Add(time.Minute), 2*time.Second) {
+			t.Fatalf("ask %d: IsStalled changed its answer", i)
+		}
+	}
+	if _, ok := n.ExpiresIn("pod-1", now, time.Second); ok {
+		t.Fatal("asking recorded a rejection")
+	}
+	if !n.MarkRejected("pod-1", now) || n.MarkRejected("pod-1", now) {
+		t.Fatal("MarkRejected records once")
+	}
+	if n.IsRejection("pod-1", "", "12", false) || n.IsStalled("pod-1", now.Add(time.Minute), time.Second) {
+		t.Fatal("a recorded rejection is not new")
+	}
+	if left, ok := n.ExpiresIn("pod-1", now.Add(3*time.Second), 2*time.Second); !ok || left > 0 {
+		t.Fatalf("ExpiresIn = %s, %v; want expired", left, ok)
+	}
+	if _, ok := n.ClaimOf("pod-1"); !ok {
+		t.Fatal("ExpiresIn dropped the nomination; only Sweep may")
+	}
+	n.Nominate("claim-old", "pod-2")
+	if got := n.Sweep(now.Add(3*time.Second), 2*time.Second, []string{"claim-old"}); len(got) != 1 || got[0] != "pod-1" {
+		t.Fatalf("Sweep expired %v, want [pod-1]", got)
+	}
+	if _, ok := n.ClaimOf("pod-2"); ok {
+		t.Fatal("Sweep kept a nomination to a stale claim")
+	}
+	if !n.Turned("pod-1") || !n.Known("pod-1") {
+		t.Fatal("an expired nomination must be remembered as turned away")
 	}
 }

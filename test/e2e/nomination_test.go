@@ -24,7 +24,7 @@ import (
 // clearing the field on its failed attempts, as it leaves it whenever preemption is not tried.)
 func TestStaleJoistNominationAfterRestart(t *testing.T) {
 	s := newStack(t, kwokOptions())
-	s.opts.Provisioning.NominationTTL = time.Second
+	s.opts.Nomination.NominationTTL = time.Second
 	ctx := s.ctx(3 * time.Minute)
 	base := deployment("base", 1, "1", "1Gi")
 	s.create(ctx, kwokNodeClass(0), kwokNodePool("general", nil), base)

@@ -1,0 +1,266 @@
+package nomination
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/state"
+	"github.com/joist-dev/joist/test/env"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("NOMINATION_TEST_LOG") != "" {
+		log.SetLogger(zap.New(zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
+	} else {
+		log.SetLogger(logr.Discard())
+	}
+	os.Exit(m.Run())
+}
+
+// harness is the nomination controller alone in a manager on a real apiserver (no scheduler: the
+// test plays it), with replan counting the batches it asks for.
+type harness struct {
+	kube    client.Client // the manager's cached client
+	direct  client.Client
+	ctrl    *Controller
+	store   *state.Nominations
+	replans atomic.Int32
+}
+
+func start(t *testing.T, opts Options) *harness {
+	t.Helper()
+	e := env.New(t, env.Options{})
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{direct: e.Client, kube: mgr.GetClient(), store: state.NewNominations()}
+	h.ctrl = New(mgr.GetClient(), mgr.GetCache(), h.store, func() { h.replans.Add(1) }, clock.RealClock{}, opts)
+	if err := h.ctrl.Register(mgr); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return h
+}
+
+// claimWithNode creates a registered NodeClaim of batch and its Node, still carrying the
+// unregistered taint, Ready or not.
+func (h *harness) claimWithNode(t *testing.T, name, batch string, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	providerID := "kwok://" + name
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ProvisioningBatchLabelKey: batch}},
+		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}}
+	if err := h.direct.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID, nc.Status.NodeName = providerID, name
+	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	if err := h.direct.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	if err := h.direct.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint} // the apiserver added not-ready; the test decides
+	if err := h.direct.Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	h.setReady(t, name, ready)
+}
+
+func (h *harness) setReady(t *testing.T, name string, ready bool) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := h.direct.Get(context.Background(), client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now()}}
+	if err := h.direct.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pendingPod creates a pod the scheduler has not tried yet.
+func (h *harness) pendingPod(t *testing.T, name string, owner *metav1.OwnerReference) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	if owner != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	if err := h.direct.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+func (h *harness) get(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := h.direct.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tainted(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
+}
+
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		ok, state := cond()
+		last = state
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s (%s)", what, timeout, last)
+	}
+}
+
+// A provisioning batch of two nodes is released together: while one node is not Ready the other
+// keeps its unregistered taint and its pod gets no nomination; once both are Ready, every planned
+// pod is nominated to its node and both taints are lifted.
+func TestReleaseLiftsTaintsInBulkWhenNodesTurnReady(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	podA, podB := h.pendingPod(t, "pod-a", nil), h.pendingPod(t, "pod-b", nil)
+	h.ctrl.Plan("node-a", []*corev1.Pod{podA})
+	h.ctrl.Plan("node-b", []*corev1.Pod{podB})
+
+	// node-a is Ready but its batch is not: nothing moves.
+	h.setReady(t, "node-a", true)
+	time.Sleep(time.Second)
+	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	h.get(t, nodeA)
+	h.get(t, podA)
+	if !tainted(nodeA) || podA.Status.NominatedNodeName != "" {
+		t.Fatalf("node-a released before the rest of its batch: taints %v, pod-a nominated to %q", nodeA.Spec.Taints, podA.Status.NominatedNodeName)
+	}
+
+	h.setReady(t, "node-b", true)
+	eventually(t, "both nodes released with their pods nominated", 20*time.Second, func() (bool, string) {
+		var out string
+		released := true
+		for _, p := range []struct{ pod, node string }{{"pod-a", "node-a"}, {"pod-b", "node-b"}} {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.node}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.pod, Namespace: "default"}}
+			h.get(t, node)
+			h.get(t, pod)
+			released = released && !tainted(node) && pod.Status.NominatedNodeName == p.node
+			out += fmt.Sprintf("%s tainted=%v %s→%q; ", p.node, tainted(node), p.pod, pod.Status.NominatedNodeName)
+		}
+		return released, out
+	})
+	if !h.store.IsReleased("node-a") || !h.store.IsReleased("node-b") {
+		t.Error("released claims not marked released: their pods' rejections would go unseen")
+	}
+}
+
+// rejectPod plays the kube-scheduler failing to place the pod: nominatedNodeName cleared, marked
+// unschedulable.
+func (h *harness) rejectPod(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	h.get(t, pod)
+	pod.Status.NominatedNodeName = ""
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: fmt.Sprintf("0/1 nodes are available (attempt at %s)", time.Now().Format(time.RFC3339Nano))}}
+	if err := h.direct.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pod the scheduler turns away from its released node gets its nomination written once more; turned
+// away again, it keeps its nomination for RejectionGrace and is then planned again: the provisioner
+// is asked for a batch and, after the sweep, the pod no longer counts on the claim but is known as
+// Joist's stale nomination.
+func TestRejectionLeadsToReplan(t *testing.T) {
+	opts := DefaultOptions()
+	opts.RejectionGrace = 500 * time.Millisecond
+	h := start(t, opts)
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	pod := h.pendingPod(t, "pod-a", nil)
+	h.ctrl.Plan("node-a", []*corev1.Pod{pod})
+	h.setReady(t, "node-a", true)
+	eventually(t, "pod nominated at release", 20*time.Second, func() (bool, string) {
+		h.get(t, pod)
+		return pod.Status.NominatedNodeName == "node-a" && h.store.IsReleased("node-a"), pod.Status.NominatedNodeName
+	})
+
+	h.rejectPod(t, pod)
+	eventually(t, "rejected pod nominated once more", 10*time.Second, func() (bool, string) {
+		h.get(t, pod)
+		return pod.Status.NominatedNodeName == "node-a", pod.Status.NominatedNodeName
+	})
+	if n := h.replans.Load(); n != 0 {
+		t.Fatalf("%d re-plans after the first rejection; it is renominated instead", n)
+	}
+
+	h.rejectPod(t, pod)
+	eventually(t, "second rejection re-planned after the grace", 10*time.Second, func() (bool, string) {
+		return h.replans.Load() > 0, fmt.Sprintf("%d replans", h.replans.Load())
+	})
+	if _, ok := h.store.ClaimOf(pod.UID); !ok {
+		t.Fatal("the nomination was dropped before the sweep; only Sweep may drop it")
+	}
+	h.get(t, pod)
+	h.ctrl.Sweep(nil, []*corev1.Pod{pod})
+	if claim, ok := h.store.ClaimOf(pod.UID); ok {
+		t.Errorf("after the sweep the pod still counts on claim %s", claim)
+	}
+	if !h.ctrl.Own(pod) {
+		t.Error("an expired nomination must still be known as Joist's (a stale field, not a preemption)")
+	}
+	h.get(t, pod)
+	if pod.Status.NominatedNodeName != "" {
+		t.Errorf("the second rejection was renominated again (%q); a pod is renominated once", pod.Status.NominatedNodeName)
+	}
+}

@@ -1,0 +1,331 @@
+package nomination
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/snapshot"
+)
+
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
+
+const (
+	// conflictRetry is how soon a release whose taint patch lost a race is retried.
+	conflictRetry = 100 * time.Millisecond
+	// seenPoll is how soon a release looks again whether the cache shows the nominations it wrote.
+	seenPoll = 20 * time.Millisecond
+	// nominationsSeenTimeout bounds the wait for the cache to show the nominations written.
+	nominationsSeenTimeout = 2 * time.Second
+	// nominationParallelism bounds the nomination patches in flight.
+	nominationParallelism = 128
+	// Request namespaces telling the two kinds of release keys apart: a provisioning batch (its label
+	// value) or a claim launched outside one (a disruption replacement).
+	batchKey = "batch"
+	claimKey = "claim"
+)
+
+// Register adds the release loop and the pod queue to mgr.
+func (c *Controller) Register(mgr ctrl.Manager) error {
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("nomination.release").
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{releaseKey(o.(*v1.NodeClaim))}
+		})).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.releaseKeyOfNode)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReleases}).
+		Complete(reconcile.Func(c.Release))
+	if err != nil {
+		return fmt.Errorf("registering the release loop: %w", err)
+	}
+	return mgr.Add(&podQueue{c: c})
+}
+
+// releaseKey is the request that releases the claim's provisioning batch.
+func releaseKey(nc *v1.NodeClaim) reconcile.Request {
+	if batch := nc.Labels[v1.ProvisioningBatchLabelKey]; batch != "" {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: batchKey, Name: batch}}
+	}
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claimKey, Name: nc.Name}}
+}
+
+// releaseKeyOfNode maps a Node that still carries the unregistered taint to its claim's batch.
+func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" || !hasTaint(node, v1.UnregisteredTaintKey) {
+		return nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(claims.Items))
+	for i := range claims.Items {
+		out = append(out, releaseKey(&claims.Items[i]))
+	}
+	return out
+}
+
+// Release makes the registered nodes of one provisioning batch schedulable together: once every
+// node of the batch is Ready and free of the node lifecycle controller's not-ready taint, the pods
+// planned for each get status.nominatedNodeName = that node, and only then are the
+// karpenter.sh/unregistered taints lifted, all together. The kube-scheduler tries a pod's nominated
+// node first and holds room there for it, so pods land where the solver put them rather than on
+// whichever node turned schedulable first. (Nominating any earlier does not stick: the scheduler
+// clears the field each time it finds no node for a pod.) A batch whose slowest node is not ready
+// within BatchReleaseTimeout is released without it. The loop's workqueue serializes a batch: one
+// worker releases it.
+func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	claims, err := c.batchClaims(ctx, req)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	ready, waiting, oldest, err := c.releasable(ctx, claims)
+	if err != nil || len(ready) == 0 {
+		c.seen.done(req.String())
+		return reconcile.Result{}, err
+	}
+	if waiting > 0 {
+		if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); left > 0 {
+			return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
+		}
+	}
+	start := c.clock.Now()
+	written, err := c.nominate(ctx, ready)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it has
+	// yet to see some nominations lets it place pods into room held for others, which strands a
+	// planned pod. Our cache, fed by the same apiserver, is the nearest proof we have that the
+	// nominations are out; without it after nominationsSeenTimeout, release anyway.
+	if !c.nominationsSeen(ctx, ready) && c.seen.sinceStart(req.String(), start) < nominationsSeenTimeout {
+		return reconcile.Result{RequeueAfter: seenPoll}, nil
+	}
+	c.seen.done(req.String())
+	for claim := range ready {
+		c.store.MarkReleased(claim, c.clock.Now())
+	}
+	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "nominationsWritten", written)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, n := range ready {
+		g.Go(func() error { return c.liftUnregisteredTaint(gctx, n) })
+	}
+	if err := g.Wait(); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+			return reconcile.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
+
+// batchClaims returns the live claims the request releases.
+func (c *Controller) batchClaims(ctx context.Context, req reconcile.Request) ([]v1.NodeClaim, error) {
+	list := &v1.NodeClaimList{}
+	if req.Namespace == batchKey {
+		if err := c.kube.List(ctx, list, client.MatchingLabels{v1.ProvisioningBatchLabelKey: req.Name}); err != nil {
+			return nil, fmt.Errorf("listing nodeclaims of batch %s: %w", req.Name, err)
+		}
+	} else {
+		nc := &v1.NodeClaim{}
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: req.Name}, nc); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		list.Items = []v1.NodeClaim{*nc}
+	}
+	return slices.DeleteFunc(list.Items, func(nc v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }), nil
+}
+
+// releasable returns the batch's registered nodes that are ready for pods but for the unregistered
+// taint (by claim name), how many of its claims have no such node yet (and are not released), and
+// when the oldest claim was created.
+func (c *Controller) releasable(ctx context.Context, claims []v1.NodeClaim) (map[string]*corev1.Node, int, time.Time, error) {
+	ready, waiting := map[string]*corev1.Node{}, 0
+	var oldest time.Time
+	for i := range claims {
+		nc := &claims[i]
+		if oldest.IsZero() || nc.CreationTimestamp.Time.Before(oldest) {
+			oldest = nc.CreationTimestamp.Time
+		}
+		node, err := c.nodeFor(ctx, nc)
+		if err != nil {
+			return nil, 0, oldest, err
+		}
+		switch {
+		case node != nil && !hasTaint(node, v1.UnregisteredTaintKey):
+			// released already
+		case node == nil || !nc.IsTrue(v1.ConditionTypeRegistered) || !readyButUnregistered(node):
+			waiting++
+		default:
+			ready[nc.Name] = node
+		}
+	}
+	return ready, waiting, oldest, nil
+}
+
+// readyButUnregistered reports whether a node is ready for pods but for the unregistered taint.
+func readyButUnregistered(node *corev1.Node) bool {
+	ready := slices.ContainsFunc(node.Status.Conditions, func(cond corev1.NodeCondition) bool {
+		return cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+	})
+	return ready && !hasTaint(node, corev1.TaintNodeNotReady) && !hasTaint(node, corev1.TaintNodeUnreachable)
+}
+
+// nominate points the still-pending pods planned for each claim at its node, all claims' pods at
+// once. It returns how many nominations it had to write.
+func (c *Controller) nominate(ctx context.Context, nodes map[string]*corev1.Node) (int, error) {
+	var written atomic.Int32
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(nominationParallelism)
+	for claim, node := range nodes {
+		for _, uid := range c.store.PodsOf(claim) {
+			g.Go(func() error {
+				rv, err := c.writeNomination(gctx, uid, node.Name, "")
+				if rv != "" {
+					written.Add(1)
+				}
+				return err
+			})
+		}
+	}
+	err := g.Wait()
+	return int(written.Load()), err
+}
+
+// writeNomination sets the pending pod's status.nominatedNodeName to node, unless it already shows
+// it or our newer write does. A non-empty resourceVersion makes the write conditional on the pod
+// being unchanged since (the apiserver refuses it with a conflict otherwise). It returns the pod's
+// resourceVersion after the write, or "" when it wrote nothing.
+func (c *Controller) writeNomination(ctx context.Context, uid types.UID, node, resourceVersion string) (string, error) {
+	pod, err := c.podByUID(ctx, uid)
+	if err != nil || pod == nil || pod.Spec.NodeName != "" {
+		return "", err
+	}
+	if pod.Status.NominatedNodeName == node || c.store.WrittenSince(pod.UID, pod.ResourceVersion) {
+		return "", nil
+	}
+	body := fmt.Sprintf(`{"status":{"nominatedNodeName":%q}}`, node)
+	if resourceVersion != "" {
+		body = fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":{"nominatedNodeName":%q}}`, resourceVersion, node)
+	}
+	if err := c.kube.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(body)), client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
+		if apierrors.IsInvalid(err) {
+			return "", nil // bound since the cache's copy: the apiserver refuses a nomination then
+		}
+		return "", client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
+	}
+	c.store.Written(pod.UID, pod.ResourceVersion)
+	return pod.ResourceVersion, nil
+}
+
+// nominationsSeen reports whether the informer cache shows every nomination just written.
+func (c *Controller) nominationsSeen(ctx context.Context, nodes map[string]*corev1.Node) bool {
+	for claim := range nodes {
+		for _, uid := range c.store.PodsOf(claim) {
+			if pod, err := c.podByUID(ctx, uid); err == nil && pod != nil && c.store.WrittenSince(uid, pod.ResourceVersion) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// liftUnregisteredTaint removes the karpenter.sh/unregistered taint with a JSON patch that first
+// tests the taints it replaces. Taints are a list a patch replaces whole, and the node lifecycle
+// controller edits them too; an optimistic lock on the whole Node would also fail on every status
+// heartbeat. A failed test comes back as Invalid.
+func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) error {
+	taints := n.Spec.Taints
+	if taints == nil {
+		taints = []corev1.Taint{}
+	}
+	kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/spec/taints", "value": taints},
+		{"op": "replace", "path": "/spec/taints", "value": kept},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.kube.Patch(ctx, n, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("lifting the unregistered taint from node %s: %w", n.Name, err)
+	}
+	return nil
+}
+
+// nodeFor returns the Node registered with the claim's provider ID, or nil.
+func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes, client.MatchingFields{indexes.NodeProviderID: nc.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("listing nodes with provider id %s: %w", nc.Status.ProviderID, err)
+	}
+	if len(nodes.Items) == 0 {
+		return nil, nil
+	}
+	return &nodes.Items[0], nil
+}
+
+func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodUID: string(uid)}); err != nil {
+		return nil, fmt.Errorf("finding pod %s: %w", uid, err)
+	}
+	if len(pods.Items) == 0 {
+		return nil, nil
+	}
+	return &pods.Items[0], nil
+}
+
+func hasTaint(node *corev1.Node, key string) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+}
+
+// seenWait remembers, per release key, since when the release has been waiting for the cache to
+// show its nominations.
+type seenWait struct {
+	mu    sync.Mutex
+	since map[string]time.Time
+}
+
+func newSeenWait() *seenWait { return &seenWait{since: map[string]time.Time{}} }
+
+// since returns how long the key has been waiting, starting the wait at now if it was not.
+func (s *seenWait) sinceStart(key string, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.since[key]; ok {
+		return now.Sub(t)
+	}
+	s.since[key] = now
+	return 0
+}
+
+func (s *seenWait) done(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.since, key)
+}
