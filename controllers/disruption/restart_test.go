@@ -155,7 +155,7 @@ func TestRestartResumesRecordedCommand(t *testing.T) {
 		Targets: []string{"node-a"}, Replacements: []string{"repl-1"}, Pools: []string{"general"}, Message: "Underutilized: replacing 1 node(s) by 1", Node: "node-a"}
 	node, target, replacement := restartFixture(t, kube, recordJSON(t, rec))
 
-	c := New(kube, kube, noDrift{}, emptySnapshot{}, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, nil, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRestartAbandonsRecordedCommandMissingAClaim(t *testing.T) {
 		Targets: []string{"node-a", "node-gone"}, Replacements: []string{"repl-1"}, Pools: []string{"general"}, Node: "node-a"}
 	node, target, replacement := restartFixture(t, kube, recordJSON(t, rec))
 
-	c := New(kube, kube, noDrift{}, emptySnapshot{}, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, nil, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
