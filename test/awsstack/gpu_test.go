@@ -14,15 +14,7 @@ import (
 )
 
 // One NodePool of g5 and m5 types on the AL2023 alias.
-const gpuManifests = `
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  instanceProfile: KarpenterNodeInstanceProfile-prod
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
+const gpuManifests = nodeClassManifest + `
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool

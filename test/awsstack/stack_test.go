@@ -74,9 +74,8 @@ func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Mana
 // queue is the interruption queue as docs/aws.md names it (joist-<cluster>), which its policy allows.
 const queue = "joist-prod"
 
-// Karpenter's getting-started EC2NodeClass and NodePool, with an instance profile instead of a
-// role and a limit for the guardrails.
-const manifests = `
+// Karpenter's getting-started EC2NodeClass, with an instance profile instead of a role.
+const nodeClassManifest = `
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata: {name: default}
@@ -84,7 +83,10 @@ spec:
   instanceProfile: KarpenterNodeInstanceProfile-prod
   amiSelectorTerms: [{alias: al2023@latest}]
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]`
+
+// Karpenter's getting-started NodePool, with a limit for the guardrails.
+const manifests = nodeClassManifest + `
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
