@@ -74,9 +74,20 @@ func Lookup(name string) *Info {
 	return nil
 }
 
+// CatalogName selects this package's instance types where a command takes a catalog file
+// (`--catalog embedded-ec2`).
+const CatalogName = "embedded-ec2"
+
+// EstimatedSpotFactor is the fraction of the on-demand price at which the simulated catalogs
+// (`--catalog embedded-ec2` of the kwok provider and of `joist simulate`) offer spot: an estimate,
+// since real spot prices vary by zone and hour and are not embedded.
+const EstimatedSpotFactor = 0.35
+
 // Options shape the benchmark catalog.
 type Options struct {
-	// Zones offered (default us-east-1a, us-east-1b, us-east-1c).
+	// Region whose embedded on-demand prices the offerings carry (default: the data's, us-east-1).
+	Region string
+	// Zones offered (default the region's a, b and c zones).
 	Zones []string
 	// SpotPriceFactor, when > 0, adds a spot offering per zone at this fraction of the on-demand
 	// price. Real spot prices vary by zone and hour; this is an estimate for benchmarks only.
@@ -85,13 +96,23 @@ type Options struct {
 	Settings *Settings
 }
 
-// InstanceTypes returns every embedded instance type sold on demand in the data's region, with
-// capacity and overhead computed as the AWS provider computes them, and one on-demand offering per
-// zone at the embedded price. Each call returns fresh copies the caller may modify.
-func InstanceTypes(opts Options) []*catalog.InstanceType {
+// InstanceTypes returns every embedded instance type sold on demand in the region, with capacity
+// and overhead computed as the AWS provider computes them, and one on-demand offering per zone at
+// the region's embedded price (in the region's currency: CNY in China). A type the region's price
+// data does not list is left out: as in Karpenter, no price, no offering. A region without embedded
+// prices is a *NoPricesError. Each call returns fresh copies the caller may modify.
+func InstanceTypes(opts Options) ([]*catalog.InstanceType, error) {
+	region := opts.Region
+	if region == "" {
+		region = parsed().PricesRegion
+	}
+	prices, ok := PricesFor(region)
+	if !ok {
+		return nil, &NoPricesError{Region: region}
+	}
 	zones := opts.Zones
 	if len(zones) == 0 {
-		zones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+		zones = []string{region + "a", region + "b", region + "c"}
 	}
 	settings := DefaultSettings()
 	if opts.Settings != nil {
@@ -99,23 +120,24 @@ func InstanceTypes(opts Options) []*catalog.InstanceType {
 	}
 	var out []*catalog.InstanceType
 	for _, info := range parsed().InstanceTypes {
-		if info.OnDemandPrice <= 0 {
+		price := prices.Prices[info.Name]
+		if price <= 0 {
 			continue
 		}
 		it, err := Build(info, settings)
 		if err != nil {
-			continue // only invalid kubelet settings fail, and then every type does
+			return nil, err // only invalid kubelet settings fail, and then every type does
 		}
 		for _, z := range zones {
-			it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: "on-demand", Price: info.OnDemandPrice, Available: true})
+			it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: "on-demand", Price: price, Available: true})
 			if opts.SpotPriceFactor > 0 {
-				it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: "spot", Price: info.OnDemandPrice * opts.SpotPriceFactor, Available: true})
+				it.Offerings = append(it.Offerings, catalog.Offering{Zone: z, CapacityType: "spot", Price: price * opts.SpotPriceFactor, Available: true})
 			}
 		}
 		out = append(out, it)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return out, nil
 }
 
 // Build turns an instance type's info into the catalog data type (no offerings).

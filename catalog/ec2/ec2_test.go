@@ -76,7 +76,10 @@ func TestBadKubeletSettingNamesTheField(t *testing.T) {
 }
 
 func TestBenchmarkCatalog(t *testing.T) {
-	its := ec2.InstanceTypes(ec2.Options{SpotPriceFactor: 0.4})
+	its, err := ec2.InstanceTypes(ec2.Options{SpotPriceFactor: 0.4})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(its) < 500 {
 		t.Fatalf("got %d instance types, want the whole EC2 range (>500)", len(its))
 	}
@@ -111,7 +114,7 @@ func TestBenchmarkCatalog(t *testing.T) {
 // capacity types) with the allocatable math: what the AWS provider does per NodePool and round.
 func BenchmarkInstanceTypes(b *testing.B) {
 	for b.Loop() {
-		if len(ec2.InstanceTypes(ec2.Options{SpotPriceFactor: 0.4})) == 0 {
+		if its, err := ec2.InstanceTypes(ec2.Options{SpotPriceFactor: 0.4}); err != nil || len(its) == 0 {
 			b.Fatal("empty catalog")
 		}
 	}

@@ -17,7 +17,10 @@ import (
 // NodePools over the embedded EC2 catalog: the karpenter.k8s.aws/* labels carry upstream's values,
 // so the same types are selected (checked here on types whose labels are documented upstream).
 func TestKarpenterExampleNodePoolsSelectAsUpstream(t *testing.T) {
-	its := ec2data.InstanceTypes(ec2data.Options{SpotPriceFactor: 0.4})
+	its, err := ec2data.InstanceTypes(ec2data.Options{SpotPriceFactor: 0.4})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		file, pool         string
 		selected, excluded []string

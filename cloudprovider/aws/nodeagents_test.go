@@ -149,43 +149,10 @@ func decodeKubelet(t *testing.T, doc map[string]any) kubeletv1beta1.KubeletConfi
 	if err := dec.Decode(&kc); err != nil {
 		t.Fatalf("kubelet configuration does not decode strictly into KubeletConfiguration: %v\n%s", err, raw)
 	}
-	if errs := kubeletRules(kc); len(errs) > 0 {
-		t.Fatalf("the kubelet would refuse its configuration: %s", strings.Join(errs, "; "))
+	if err := kubeletRefuses(kc); err != nil {
+		t.Fatalf("the kubelet would refuse its configuration: %v\n%s", err, raw)
 	}
 	return kc
-}
-
-// kubeletRules are the kubelet's start-up checks on the fields Joist writes
-// (k8s.io/kubernetes pkg/kubelet/apis/config/validation and pkg/kubelet/eviction's threshold
-// parsing): image GC thresholds in [0,100] with high > low, non-negative maxPods/podsPerCore/
-// evictionMaxPodGracePeriod, every soft eviction threshold with a grace period, eviction keys
-// known signals with parseable quantities or percentages.
-func kubeletRules(kc kubeletv1beta1.KubeletConfiguration) []string {
-	var errs []string
-	hi, lo := kc.ImageGCHighThresholdPercent, kc.ImageGCLowThresholdPercent
-	if hi != nil && (*hi < 0 || *hi > 100) || lo != nil && (*lo < 0 || *lo > 100) {
-		errs = append(errs, "imageGC thresholds outside [0, 100]")
-	}
-	if hi != nil && lo != nil && *lo >= *hi {
-		errs = append(errs, "imageGCLowThresholdPercent must be less than imageGCHighThresholdPercent")
-	}
-	if kc.MaxPods < 0 || kc.PodsPerCore < 0 || kc.EvictionMaxPodGracePeriod < 0 {
-		errs = append(errs, "negative maxPods, podsPerCore or evictionMaxPodGracePeriod")
-	}
-	for signal := range kc.EvictionSoft {
-		if _, ok := kc.EvictionSoftGracePeriod[signal]; !ok {
-			errs = append(errs, "grace period must be specified for the soft eviction threshold "+signal)
-		}
-	}
-	signals := map[string]bool{"memory.available": true, "nodefs.available": true, "nodefs.inodesFree": true, "imagefs.available": true, "imagefs.inodesFree": true, "pid.available": true}
-	for _, m := range []map[string]string{kc.EvictionHard, kc.EvictionSoft, kc.EvictionSoftGracePeriod} {
-		for k := range m {
-			if !signals[k] {
-				errs = append(errs, "unknown eviction signal "+k)
-			}
-		}
-	}
-	return errs
 }
 
 // al2Node is what cloud-init runs on AL2: the scripts of the MIME archive and bootstrap.sh's

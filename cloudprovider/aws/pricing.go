@@ -41,29 +41,26 @@ type Prices struct {
 	mu           sync.RWMutex
 	onDemand     map[string]float64
 	onDemandDate time.Time
+	onDemandFrom string                        // the region whose prices these are when not region's own (no embedded table yet)
 	spot         map[string]map[string]float64 // type → zone → price
 	spotDate     time.Time
 }
 
-// NewPrices starts from the embedded on-demand prices: the region's own table where one is
-// embedded (China in CNY, GovCloud), else the us-east-1 prices (other regions' prices differ,
-// which the age metric and log make visible until the first refresh).
+// NewPrices starts from the region's embedded on-demand prices (catalog/ec2: every commercial
+// region open when the public price data was taken, China in CNY, GovCloud). A region without them
+// (opened since) starts, as in Karpenter, from us-east-1's until the Pricing API answers; the age
+// metric and a log line at each refresh make that visible.
 func NewPrices(ec2c *ec2.Client, pricingc *pricing.Client, region string, clk clock.PassiveClock) *Prices {
 	p := &Prices{ec2: ec2c, pricing: pricingc, region: region, clock: clk, onDemand: map[string]float64{}, spot: map[string]map[string]float64{}}
-	if table, ok := ec2data.PricesFor(region); ok {
-		for name, price := range table.Prices {
-			p.onDemand[name] = price
-		}
-		p.onDemandDate = table.Date
-		return p
+	table, ok := ec2data.PricesFor(region)
+	if !ok {
+		p.onDemandFrom = ec2data.Embedded().PricesRegion
+		table, _ = ec2data.PricesFor(p.onDemandFrom)
 	}
-	data := ec2data.Embedded()
-	for _, info := range data.InstanceTypes {
-		if info.OnDemandPrice > 0 {
-			p.onDemand[info.Name] = info.OnDemandPrice
-		}
+	for name, price := range table.Prices {
+		p.onDemand[name] = price
 	}
-	p.onDemandDate = data.PricesDate
+	p.onDemandDate = table.Date
 	return p
 }
 
@@ -98,7 +95,7 @@ func (p *Prices) RefreshOnDemand(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("refreshing on-demand prices (keeping prices from %s): %w", p.onDemandDate.Format(time.RFC3339), err))
 		} else if len(prices) > 0 {
 			p.mu.Lock()
-			p.onDemand, p.onDemandDate = prices, p.clock.Now()
+			p.onDemand, p.onDemandDate, p.onDemandFrom = prices, p.clock.Now(), ""
 			p.mu.Unlock()
 		}
 	}
@@ -157,10 +154,15 @@ func (p *Prices) report(ctx context.Context, logStale bool) {
 	p.mu.RLock()
 	odAge, spotAge := p.clock.Since(p.onDemandDate), p.clock.Since(p.spotDate)
 	spotKnown := !p.spotDate.IsZero()
+	from := p.onDemandFrom
 	p.mu.RUnlock()
 	priceAge.WithLabelValues("on-demand").Set(odAge.Seconds())
 	if spotKnown {
 		priceAge.WithLabelValues("spot").Set(spotAge.Seconds())
+	}
+	if logStale && from != "" {
+		log.FromContext(ctx).Info("no embedded on-demand prices for this region: using another region's until the Pricing API answers",
+			"region", p.region, "pricesOf", from)
 	}
 	if logStale && odAge > staleAfter {
 		log.FromContext(ctx).Info("on-demand prices are stale", "age", odAge.Round(time.Hour).String(), "region", p.region)

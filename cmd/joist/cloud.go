@@ -17,9 +17,6 @@ import (
 	"github.com/joist-dev/joist/cloudprovider/kwok"
 )
 
-// ec2CatalogName selects catalog/ec2's real EC2 instance types as the kwok provider's catalog.
-const ec2CatalogName = "embedded-ec2"
-
 // The providers --cloud-provider (or $CLOUD_PROVIDER) selects. The binary defaults to kwok, which
 // needs nothing but a cluster (the demo, the end-to-end suites and `make run` rely on it); the
 // install manifests select explicitly: config/default aws, config/kwok kwok.
@@ -46,7 +43,7 @@ type cloudFlags struct {
 func (c *cloudFlags) bind(fs *flag.FlagSet) {
 	c.env = newEnvFlags(fs)
 	c.env.String(&c.provider, cloudProviderF, cloudProviderE, providerKWOK, "Cloud provider: kwok (simulated nodes run by a KWOK process), aws (EC2, see docs/aws.md) or azure (AKS, see docs/azure.md).")
-	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2CatalogName+"\": the embedded real EC2 types and prices; \""+azuredata.CatalogName+"\": the embedded real Azure VM sizes and prices).")
+	fs.StringVar(&c.catalogPath, "catalog", "", "Instance-type catalog file for the kwok provider (default: the embedded synthetic catalog; \""+ec2data.CatalogName+"\": the embedded real EC2 types and prices; \""+azuredata.CatalogName+"\": the embedded real Azure VM sizes and prices).")
 	fs.Float64Var(&c.errorRate, "kwok-error-rate", 0, "Fraction (0–1) of kwok launches that fail with a transient error, for testing.")
 	fs.StringVar(&c.soldOut, "kwok-sold-out-offerings", "", "Comma-separated instanceType:zone:capacityType offerings that always fail with insufficient capacity, for testing.")
 	fs.Int64Var(&c.seed, "kwok-seed", 1, "Seed of the kwok failure injection.")
@@ -101,9 +98,12 @@ func (c *cloudFlags) build(kube client.Client) (cloudprovider.CloudProvider, err
 	case c.catalogPath == azuredata.CatalogName:
 		// Real Azure VM sizes and on-demand prices (eastus); spot at an estimated fraction.
 		its = azuredata.Catalog()
-	case c.catalogPath == ec2CatalogName:
-		// Real EC2 shapes and on-demand prices; spot at an estimated 35 % of on-demand.
-		its = ec2data.InstanceTypes(ec2data.Options{Zones: catalog.Zones, SpotPriceFactor: 0.35})
+	case c.catalogPath == ec2data.CatalogName:
+		// Real EC2 shapes and us-east-1 on-demand prices; spot at an estimated fraction of on-demand.
+		var err error
+		if its, err = ec2data.InstanceTypes(ec2data.Options{Zones: catalog.Zones, SpotPriceFactor: ec2data.EstimatedSpotFactor}); err != nil {
+			return nil, fmt.Errorf("--catalog %s: %w", ec2data.CatalogName, err)
+		}
 	case c.catalogPath != "":
 		data, err := os.ReadFile(c.catalogPath)
 		if err != nil {

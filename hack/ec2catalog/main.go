@@ -7,8 +7,11 @@
 //	pkg/providers/instancetype/zz_generated.vpclimits.go   ENIs and IPv4 addresses per ENI
 //	pkg/providers/pricing/zz_generated.pricing_aws.go       us-east-1 on-demand prices and their date
 //
-// With -region-prices-out it writes catalog/ec2/regionprices.json instead, from the same checkout's
-// zz_generated.pricing_aws_cn.go (China, CNY) and zz_generated.pricing_aws_us_gov.go (GovCloud).
+// With -region-prices-out it writes catalog/ec2/regionprices.json instead: every other region's
+// on-demand prices, from the same checkout's zz_generated.pricing_aws_cn.go (China, CNY) and
+// zz_generated.pricing_aws_us_gov.go (GovCloud), and for the other commercial regions from the
+// ec2instances.info data embedded in the Go module github.com/cristim/ec2-instances-info (the
+// version go.mod requires; its date is the pseudo-version's). Per region the newest source wins.
 //
 // With -pricing-region, on-demand prices are taken live from the AWS Pricing API (GetProducts,
 // default credentials) instead, dated now.
@@ -36,12 +39,13 @@ func main() {
 		repo          = flag.String("karpenter-repo", os.Getenv("KARPENTER_PROVIDER_AWS"), "checkout of aws/karpenter-provider-aws")
 		out           = flag.String("o", "instancetypes.json", "output file")
 		pricingRegion = flag.String("pricing-region", "", "take on-demand prices from the AWS Pricing API for this region")
-		regionOut     = flag.String("region-prices-out", "", "instead, write the China and GovCloud price tables (regionprices.json) here")
+		regionOut     = flag.String("region-prices-out", "", "instead, write the other regions' price tables (regionprices.json) here")
+		commit        = flag.String("karpenter-commit", "", "commit of the -karpenter-repo checkout, recorded as the China and GovCloud prices' source (default: its git HEAD)")
 	)
 	flag.Parse()
 	var err error
 	if *regionOut != "" {
-		err = runRegionPrices(*repo, *regionOut)
+		err = runRegionPrices(*repo, *commit, *regionOut, ec2InstancesInfoPrices)
 	} else {
 		err = run(*repo, *out, *pricingRegion)
 	}

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	ec2instancesinfo "github.com/cristim/ec2-instances-info"
 
 	"github.com/joist-dev/joist/catalog/ec2"
 )
@@ -115,7 +118,14 @@ var InitialOnDemandPricesUSGov = map[string]map[ec2types.InstanceType]float64{
 		}
 	}
 	out := filepath.Join(dir, "regionprices.json")
-	if err := runRegionPrices(dir, out); err != nil {
+	commercial := func() (pricesSource, error) {
+		return pricesSource{name: "module@v0", date: time.Date(2023, 1, 12, 0, 0, 0, 0, time.UTC), currency: "USD", tables: map[string]map[string]float64{
+			"us-east-1":     {"m5.large": 0.096},
+			"eu-west-1":     {"m5.large": 0.107, "m5.xlarge": 0.214},
+			"us-gov-west-1": {"m5.large": 0.1}, // older than the checkout's: not taken
+		}}, nil
+	}
+	if err := runRegionPrices(dir, "abc123", out, commercial); err != nil {
 		t.Fatal(err)
 	}
 	var file ec2.RegionPriceFile
@@ -123,7 +133,59 @@ var InitialOnDemandPricesUSGov = map[string]map[ec2types.InstanceType]float64{
 	if err := json.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
-	if file.Regions["cn-north-1"].Currency != "CNY" || file.Regions["us-gov-west-1"].Currency != "USD" || len(file.Regions) != 4 {
+	cn, gov, eu := file.Regions["cn-north-1"], file.Regions["us-gov-west-1"], file.Regions["eu-west-1"]
+	if cn.Currency != "CNY" || gov.Currency != "USD" || len(file.Regions) != 5 {
 		t.Errorf("regionprices.json = %+v", file)
+	}
+	if gov.Prices["m5.large"] != 0.121 || gov.Source != "aws/karpenter-provider-aws@abc123 pkg/providers/pricing/zz_generated.pricing_aws_us_gov.go" {
+		t.Errorf("us-gov-west-1 = %+v, want the newer checkout's table with its commit", gov)
+	}
+	if eu.Prices["m5.xlarge"] != 0.214 || eu.Source != "module@v0" || eu.Date.Year() != 2023 {
+		t.Errorf("eu-west-1 = %+v, want the commercial source's table and date", eu)
+	}
+	if _, ok := file.Regions["us-east-1"]; ok {
+		t.Error("us-east-1 written: its newer prices are instancetypes.json's")
+	}
+}
+
+// A source that disagrees with instancetypes.json's own-region prices (another OS, another unit, a
+// parsing slip) is refused rather than embedded for every other region.
+func TestRegionPricesRefuseASourceThatDisagrees(t *testing.T) {
+	data := &ec2.Data{PricesRegion: "us-east-1", InstanceTypes: []*ec2.Info{
+		{Name: "m5.large", OnDemandPrice: 0.096}, {Name: "c5.large", OnDemandPrice: 0.085},
+	}}
+	windows := pricesSource{name: "windows", tables: map[string]map[string]float64{
+		"us-east-1": {"m5.large": 0.188, "c5.large": 0.177}, "eu-west-1": {"m5.large": 0.2},
+	}}
+	if _, err := mergeRegionPrices(data, []pricesSource{windows}); err == nil || !strings.Contains(err.Error(), "windows quotes 0 of 2 shared us-east-1 prices") {
+		t.Fatalf("err = %v, want the disagreement named", err)
+	}
+	linux := pricesSource{name: "linux", tables: map[string]map[string]float64{
+		"us-east-1": {"m5.large": 0.096, "c5.large": 0.085}, "eu-west-1": {"m5.large": 0.107, "x9.large": 0},
+	}}
+	file, err := mergeRegionPrices(data, []pricesSource{linux})
+	if err != nil || len(file.Regions) != 1 || len(file.Regions["eu-west-1"].Prices) != 1 {
+		t.Fatalf("merge = %+v, %v; want eu-west-1 with its one priced type", file, err)
+	}
+}
+
+func TestLinuxOnDemandAndItsDate(t *testing.T) {
+	data := ec2instancesinfo.InstanceData{{
+		InstanceType: "m5.large",
+		Pricing: map[string]ec2instancesinfo.RegionPrices{
+			"eu-west-1":  {Linux: ec2instancesinfo.Pricing{OnDemand: 0.107}, MSWin: ec2instancesinfo.Pricing{OnDemand: 0.199}},
+			"ap-south-2": {MSWin: ec2instancesinfo.Pricing{OnDemand: 0.2}}, // no Linux price: not sold there
+		},
+	}}
+	got := linuxOnDemand(data)
+	if len(got) != 1 || got["eu-west-1"]["m5.large"] != 0.107 {
+		t.Errorf("linuxOnDemand = %v, want eu-west-1's Linux price only", got)
+	}
+	date, err := pseudoVersionTime("v0.0.0-20230112111652-35a8cfc9500f")
+	if err != nil || date != time.Date(2023, 1, 12, 11, 16, 52, 0, time.UTC) {
+		t.Errorf("pseudoVersionTime = %v, %v", date, err)
+	}
+	if _, err := pseudoVersionTime("v1.2.3"); err == nil {
+		t.Error("a release version gave a date")
 	}
 }

@@ -74,9 +74,8 @@ func (w withControllers) RegisterControllers(_ context.Context, mgr manager.Mana
 // queue is the interruption queue as docs/aws.md names it (joist-<cluster>), which its policy allows.
 const queue = "joist-prod"
 
-// Karpenter's getting-started EC2NodeClass and NodePool, with an instance profile instead of a
-// role and a limit for the guardrails.
-const manifests = `
+// Karpenter's getting-started EC2NodeClass, with an instance profile instead of a role.
+const nodeClassManifest = `
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata: {name: default}
@@ -84,7 +83,10 @@ spec:
   instanceProfile: KarpenterNodeInstanceProfile-prod
   amiSelectorTerms: [{alias: al2023@latest}]
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: prod}}]`
+
+// Karpenter's getting-started NodePool, with a limit for the guardrails.
+const manifests = nodeClassManifest + `
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -102,92 +104,15 @@ spec:
 `
 
 func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T) {
-	scheme := env.DefaultScheme()
-	if err := awsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	e := env.New(t, env.Options{Scheme: scheme})
-	kube := e.Client
-	aws := fake.NewStandard("prod")
-	defer aws.Close()
-	// The controller's role holds docs/aws.md's policy, parsed out of the document; EC2 is
-	// eventually consistent: instances show in DescribeInstances 3 s after CreateFleet.
-	md, err := os.ReadFile("../../docs/aws.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy, err := fake.PolicyFromMarkdown(md, "Controller IAM policy", map[string]string{"REGION": "us-west-2", "ACCOUNT": fake.Account, "CLUSTER": "prod"})
-	if err != nil {
-		t.Fatalf("docs/aws.md's controller policy: %v", err)
-	}
-	aws.SetPolicy(policy)
-	aws.SetDescribeLag(3 * time.Second)
-	aws.CreateQueue(queue)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	clients, err := aws.Clients(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme: scheme, Cache: controllers.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
-	provider := awsprovider.New(mgr.GetClient(), clients, unavailable, clock.RealClock{}, awsprovider.Options{
-		ClusterName: "prod", ClusterEndpoint: "https://ABC.gr7.us-west-2.eks.amazonaws.com", ClusterCABundle: "Q0E=",
-	})
-	if err := provider.Prices().Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.Register(ctx, mgr, withControllers{provider}, clock.RealClock{}, controllers.DefaultOptions()); err != nil {
-		t.Fatal(err)
-	}
-	mgrCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(mgrCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	defer func() { stop(); <-done }()
-
-	for _, doc := range strings.Split(manifests, "\n---\n") {
-		obj := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatal(err)
-		}
-		u := unstructuredFrom(obj)
-		if err := kube.Create(ctx, u); err != nil {
-			t.Fatalf("applying %s: %v", u.GetKind(), err)
-		}
-	}
-	eventually(t, ctx, "EC2NodeClass default Ready", func() (bool, string) {
-		nc := &awsv1.EC2NodeClass{}
-		if err := kube.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
-			return false, err.Error()
-		}
-		return nc.IsTrue(awsv1.ConditionTypeReady), fmt.Sprintf("%+v", nc.Status.Conditions)
-	})
+	st := startStack(t, manifests, nil)
+	kube, aws, ctx := st.kube, st.aws, st.ctx
 
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app",
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("4Gi")}}}}},
 	}
-	if err := kube.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	// There is no kube-scheduler here: the test marks the pod unschedulable as it would.
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
-	if err := kube.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	st.createPending(t, pod)
 
 	var claim v1.NodeClaim
 	eventually(t, ctx, "a NodeClaim launched through CreateFleet", func() (bool, string) {
@@ -318,6 +243,108 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 			fmt.Sprintf("instance %s, claim %v, node %v, queue %d", state, claimErr, nodeErr, aws.QueueLength(queue))
 	})
 	assertNoDenials(t, aws)
+}
+
+// stack is the manager with the AWS provider, running against envtest and the fake.
+type stack struct {
+	kube client.Client
+	aws  *fake.Server
+	ctx  context.Context
+}
+
+// startStack starts the fake (prepare adjusts it first) under docs/aws.md's policy with a 3 s
+// describe lag, the manager with every controller, applies manifests and waits for the
+// EC2NodeClass "default" to be Ready. Everything stops when the test ends.
+func startStack(t *testing.T, manifests string, prepare func(*fake.Server)) *stack {
+	t.Helper()
+	scheme := env.DefaultScheme()
+	if err := awsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	e := env.New(t, env.Options{Scheme: scheme})
+	kube := e.Client
+	aws := fake.NewStandard("prod")
+	t.Cleanup(aws.Close)
+	if prepare != nil {
+		prepare(aws)
+	}
+	// The controller's role holds docs/aws.md's policy, parsed out of the document; EC2 is
+	// eventually consistent: instances show in DescribeInstances 3 s after CreateFleet.
+	md, err := os.ReadFile("../../docs/aws.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := fake.PolicyFromMarkdown(md, "Controller IAM policy", map[string]string{"REGION": "us-west-2", "ACCOUNT": fake.Account, "CLUSTER": "prod"})
+	if err != nil {
+		t.Fatalf("docs/aws.md's controller policy: %v", err)
+	}
+	aws.SetPolicy(policy)
+	aws.SetDescribeLag(3 * time.Second)
+	aws.CreateQueue(queue)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	clients, err := aws.Clients(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme: scheme, Cache: controllers.CacheOptions(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
+	provider := awsprovider.New(mgr.GetClient(), clients, unavailable, clock.RealClock{}, awsprovider.Options{
+		ClusterName: "prod", ClusterEndpoint: "https://ABC.gr7.us-west-2.eks.amazonaws.com", ClusterCABundle: "Q0E=",
+	})
+	if err := provider.Prices().Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.Register(ctx, mgr, withControllers{provider}, clock.RealClock{}, controllers.DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(mgrCtx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+
+	for _, doc := range strings.Split(manifests, "\n---\n") {
+		obj := map[string]any{}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatal(err)
+		}
+		u := unstructuredFrom(obj)
+		if err := kube.Create(ctx, u); err != nil {
+			t.Fatalf("applying %s: %v", u.GetKind(), err)
+		}
+	}
+	eventually(t, ctx, "EC2NodeClass default Ready", func() (bool, string) {
+		nc := &awsv1.EC2NodeClass{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: "default"}, nc); err != nil {
+			return false, err.Error()
+		}
+		return nc.IsTrue(awsv1.ConditionTypeReady), fmt.Sprintf("%+v", nc.Status.Conditions)
+	})
+	return &stack{kube: kube, aws: aws, ctx: ctx}
+}
+
+// createPending creates pod and marks it unschedulable, as the kube-scheduler (absent here) would.
+func (st *stack) createPending(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	if err := st.kube.Create(st.ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, LastTransitionTime: metav1.Now()}}
+	if err := st.kube.Status().Update(st.ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func assertNoDenials(t *testing.T, aws *fake.Server) {

@@ -1,8 +1,11 @@
 package fake
 
 import (
+	"fmt"
 	"strconv"
 	"time"
+
+	ec2data "github.com/joist-dev/joist/catalog/ec2"
 )
 
 // AddSubnet adds a subnet.
@@ -46,6 +49,20 @@ func (s *Server) RemoveSecurityGroup(id string) {
 		}
 	}
 	s.securityGroups = out
+}
+
+// AddInstanceType offers an embedded instance type in zones, as New does for its types.
+func (s *Server) AddInstanceType(name string, zones ...string) {
+	info := ec2data.Lookup(name)
+	if info == nil {
+		panic(fmt.Sprintf("fake: %s is not in the embedded EC2 data", name))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.typeZones[name]; !ok {
+		s.instanceTypes = append(s.instanceTypes, info)
+	}
+	s.typeZones[name] = zones
 }
 
 // AddImage adds an AMI.

@@ -13,10 +13,11 @@ import (
 
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/catalog/azure"
+	"github.com/joist-dev/joist/catalog/ec2"
 	"github.com/joist-dev/joist/solver"
 )
 
-const usageText = `Usage: joist simulate -f PATH [-f PATH...] [--catalog FILE] [-o table|json]
+const usageText = `Usage: joist simulate -f PATH [-f PATH...] [--catalog FILE|embedded-ec2 [--region R]] [-o table|json]
 
 Reads NodePools, Pods, Deployments, ReplicaSets, StatefulSets, Jobs, DaemonSets, Nodes and
 PersistentVolumes (with --consolidate also NodeClaims, PodDisruptionBudgets, Namespaces and
@@ -33,6 +34,8 @@ type Options struct {
 	Paths []string
 	// Catalog is an instance-type catalog file; empty means the embedded default catalog.
 	Catalog string
+	// Region selects the embedded prices of the embedded-ec2 catalog (default us-east-1).
+	Region string
 	// Output is "table" or "json".
 	Output string
 	// Solve is the solver; nil means solver.SolveWith timing each pass.
@@ -75,7 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		opts.Paths = append(opts.Paths, s)
 		return nil
 	})
-	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md; \"embedded-azure\": real Azure VM sizes, see docs/azure.md)")
+	fs.StringVar(&opts.Catalog, "catalog", "", "instance-type catalog file (default: the embedded catalog, see docs/catalog.md; \"embedded-azure\": real Azure VM sizes, see docs/azure.md; \""+ec2.CatalogName+"\": real EC2 types, see docs/aws.md)")
+	fs.StringVar(&opts.Region, "region", "", "with --catalog "+ec2.CatalogName+": the AWS region whose embedded on-demand prices and zones (REGIONa–c) to use (default us-east-1)")
 	fs.StringVar(&opts.Output, "o", "table", "output format: table or json")
 	opts.MinSavingsFraction = new(float64)
 	fs.Float64Var(opts.MinSavingsFraction, "consolidation-min-savings", solver.DefaultMinSavingsFraction, "with --consolidate: least share (0–1) of the disrupted nodes' price a command must save, as the manager's flag")
@@ -92,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		return opts, errors.New("-f PATH is required")
 	case opts.Output != "table" && opts.Output != "json":
 		return opts, fmt.Errorf("-o %q: use table or json", opts.Output)
+	case opts.Region != "" && opts.Catalog != ec2.CatalogName:
+		return opts, fmt.Errorf("--region %s: it selects the prices of --catalog %s; another catalog carries its own", opts.Region, ec2.CatalogName)
 	case *opts.MinSavingsFraction < 0 || *opts.MinSavingsFraction >= 1:
 		return opts, fmt.Errorf("--consolidation-min-savings %v: use a fraction in [0, 1)", *opts.MinSavingsFraction)
 	}
@@ -100,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 
 // Run loads the inputs, solves and writes the plan to stdout; warnings go to stderr.
 func Run(opts Options, stdout, stderr io.Writer) error {
-	instanceTypes, catalogName, err := loadCatalog(opts.Catalog)
+	instanceTypes, catalogName, err := loadCatalog(opts.Catalog, opts.Region)
 	if err != nil {
 		return err
 	}
@@ -137,9 +143,12 @@ func Run(opts Options, stdout, stderr io.Writer) error {
 	return writeTable(stdout, report, res)
 }
 
-func loadCatalog(path string) ([]*catalog.InstanceType, string, error) {
+func loadCatalog(path, region string) ([]*catalog.InstanceType, string, error) {
 	if path == "" {
 		return catalog.Default(), "default", nil
+	}
+	if path == ec2.CatalogName {
+		return ec2Catalog(region)
 	}
 	if path == azure.CatalogName {
 		return azure.Catalog(), path, nil
@@ -153,4 +162,19 @@ func loadCatalog(path string) ([]*catalog.InstanceType, string, error) {
 		return nil, "", fmt.Errorf("catalog %s:\n  %s", path, strings.ReplaceAll(err.Error(), "\n", "\n  "))
 	}
 	return its, path, nil
+}
+
+// ec2Catalog is the embedded EC2 types with region's on-demand prices and, as the manager's kwok
+// provider offers them, spot at an estimated fraction of on-demand. Its name says the region, the
+// currency and the prices' date.
+func ec2Catalog(region string) ([]*catalog.InstanceType, string, error) {
+	if region == "" {
+		region = ec2.Embedded().PricesRegion
+	}
+	its, err := ec2.InstanceTypes(ec2.Options{Region: region, SpotPriceFactor: ec2.EstimatedSpotFactor})
+	if err != nil {
+		return nil, "", fmt.Errorf("--region: %w (the manager's AWS provider reads other regions' prices from the Pricing API at run time; pass --catalog FILE to simulate with your own)", err)
+	}
+	prices, _ := ec2.PricesFor(region)
+	return its, fmt.Sprintf("%s (%s, %s prices of %s)", ec2.CatalogName, region, prices.Currency, prices.Date.Format(time.DateOnly)), nil
 }
