@@ -83,7 +83,7 @@ func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error
 		}
 		cmd.replacements = append(cmd.replacements, nc.Name)
 	}
-	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason))).Inc()
+	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason)), consolidationType(cmd)).Inc()
 	for pool := range cmd.pools {
 		if np := cl.pools[pool]; np != nil {
 			c.recorder.Eventf(np, nil, corev1.EventTypeNormal, "DisruptionLaunching", "Disrupt", "%s", cmd.message)
