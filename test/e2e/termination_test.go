@@ -132,8 +132,11 @@ func TestUnsatisfiablePodGetsFailedScheduling(t *testing.T) {
 		},
 	}
 	s.create(ctx, pod)
-	e := s.waitEvent(ctx, pod, "FailedScheduling", "s390x")
+	e := s.waitEvent(ctx, pod, "FailedScheduling", "s390x") // Karpenter's reason; the kube-scheduler uses it too
 	t.Logf("FailedScheduling: %s", e.Note)
+	if e.ReportingController != "joist" {
+		t.Errorf("FailedScheduling reported by %q, want joist", e.ReportingController)
+	}
 	if n := len(s.claims()); n != 0 {
 		t.Errorf("%d nodeclaims launched for a pod nothing can run", n)
 	}

@@ -2,6 +2,7 @@ package nodeclaim
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,5 +28,22 @@ func TestDisruptionReason(t *testing.T) {
 				t.Errorf("DisruptionReason = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDisruptedLabelValues(t *testing.T) {
+	for in, want := range map[string]string{"WhenEmptyOrUnderutilized": "when_empty_or_underutilized", "Drifted": "drifted", "": ""} {
+		if got := snakeCase(in); got != want {
+			t.Errorf("snakeCase(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		tgp  *metav1.Duration
+		want string
+	}{{nil, "graceful"}, {&metav1.Duration{Duration: time.Hour}, "eventual"}, {&metav1.Duration{}, "forceful"}} {
+		nc := &v1.NodeClaim{Spec: v1.NodeClaimSpec{TerminationGracePeriod: tc.tgp}}
+		if got := terminationMode(nc); got != tc.want {
+			t.Errorf("terminationMode(%v) = %q, want %q", tc.tgp, got, tc.want)
+		}
 	}
 }
