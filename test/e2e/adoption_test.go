@@ -107,6 +107,36 @@ func disruptionPasses(t *testing.T) uint64 {
 	return n
 }
 
+// counterSum sums the counter family name over the series whose labels include match (an empty value
+// matches any).
+func counterSum(t *testing.T, name string, match map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range match {
+				if v != "" && have[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
 // TestAdoptsKarpentersNodeClaims starts Joist on a cluster Karpenter v1.15 ran: its NodePools,
 // NodeClaims (hash annotations v3, karpenter.sh/termination finalizers, Launched/Registered/
 // Initialized/Ready) and Nodes, with pods on them. Over at least three disruption passes nothing is
@@ -136,6 +166,10 @@ func TestAdoptsKarpentersNodeClaims(t *testing.T) {
 		}
 		before[n.Name] = got
 	}
+	disrupted := func(pool, reason string) float64 {
+		return counterSum(t, "karpenter_nodeclaims_disrupted_total", map[string]string{"nodepool": pool, "reason": reason})
+	}
+	disruptedBefore := disrupted("default", "") + disrupted("shortlife", "")
 	passes := disruptionPasses(t)
 	s.startManager()
 	s.eventually(ctx, "five disruption passes", func(context.Context) (bool, error) {
@@ -191,9 +225,13 @@ func TestAdoptsKarpentersNodeClaims(t *testing.T) {
 			t.Errorf("node %s is being deleted", name)
 		}
 	}
+	if d := disrupted("default", "") + disrupted("shortlife", "") - disruptedBefore; d != 0 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total rose by %v while nothing changed", d)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
+	emptyBefore, expiredBefore := disrupted("default", "empty")+disrupted("default", "underutilized"), disrupted("shortlife", "expired")
 
 	// Consolidation: one pod goes, its node is removed by Joist's termination.
 	s.scale(ctx, app, 1)
@@ -227,6 +265,9 @@ func TestAdoptsKarpentersNodeClaims(t *testing.T) {
 		t.Errorf("no DisruptionTerminating event on consolidated nodeclaim %s", removed.Name)
 	}
 	s.waitRunning(ctx, 1, app.Spec.Template.Labels)
+	if d := disrupted("default", "empty") + disrupted("default", "underutilized") - emptyBefore; d != 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{nodepool=default,reason=empty|underutilized} rose by %v, want 1", d)
+	}
 
 	// Expiry: the shortlife claim goes once its expireAfter has passed since its creation.
 	short := claims[2]
@@ -245,5 +286,8 @@ func TestAdoptsKarpentersNodeClaims(t *testing.T) {
 	}
 	if len(s.eventsFor(ctx, short, "Expired")) == 0 {
 		t.Errorf("no Expired event on nodeclaim %s", short.Name)
+	}
+	if d := disrupted("shortlife", "expired") - expiredBefore; d != 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{nodepool=shortlife,reason=expired} rose by %v, want 1", d)
 	}
 }

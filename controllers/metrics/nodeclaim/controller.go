@@ -1,6 +1,7 @@
 // Package nodeclaim counts NodeClaim endings from the watch: karpenter_nodeclaims_terminated_total
 // when a tracked claim is gone, and karpenter_nodeclaims_disrupted_total when a claim starts deleting
-// while a disruption condition says why (Disrupting's reason, else Empty, Drifted or Consolidatable).
+// while a disruption condition says why (Disrupting's reason, else Empty, Drifted or Consolidatable),
+// or at or after its expireAfter (expired).
 // Claims already deleting when the loop started are not counted again.
 package nodeclaim
 
@@ -22,6 +23,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/metrics"
+	"github.com/joist-dev/joist/disruptionpolicy"
 )
 
 var (
@@ -96,11 +98,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// DisruptionReason is why a deleting claim was disrupted, read from its conditions; empty when no
-// disruption condition is True (deleted by a user, expiry, or garbage collection).
+// DisruptionReason is why a deleting claim was disrupted, read from its conditions, else Expired when
+// its deletion came at or after its expireAfter; empty otherwise (deleted by a user or garbage
+// collection).
 func DisruptionReason(nc *v1.NodeClaim) string {
 	if c := nc.GetCondition(v1.ConditionTypeDisrupting); c != nil && c.Status == "True" && c.Reason != "" {
 		return c.Reason
+	}
+	if !nc.DeletionTimestamp.IsZero() && disruptionpolicy.Expired(nc, nc.DeletionTimestamp.Time) {
+		return "Expired"
 	}
 	for _, r := range []struct{ condition, reason string }{
 		{v1.ConditionTypeDrifted, string(v1.DisruptionReasonDrifted)},

@@ -31,6 +31,21 @@ func TestDisruptionReason(t *testing.T) {
 	}
 }
 
+func TestDisruptionReasonExpired(t *testing.T) {
+	created := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}, Spec: v1.NodeClaimSpec{ExpireAfter: v1.MustParseNillableDuration("1h")}}
+	early := metav1.NewTime(created.Add(59 * time.Minute))
+	nc.DeletionTimestamp = &early
+	if got := DisruptionReason(nc); got != "" {
+		t.Errorf("deleted before expireAfter: reason %q, want none", got)
+	}
+	due := metav1.NewTime(created.Add(time.Hour))
+	nc.DeletionTimestamp = &due
+	if got := DisruptionReason(nc); got != "Expired" {
+		t.Errorf("deleted at expireAfter: reason %q, want Expired", got)
+	}
+}
+
 func TestDisruptedLabelValues(t *testing.T) {
 	for in, want := range map[string]string{"WhenEmptyOrUnderutilized": "when_empty_or_underutilized", "Drifted": "drifted", "": ""} {
 		if got := snakeCase(in); got != want {
