@@ -82,6 +82,7 @@ func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error
 			return errors.Join(fmt.Errorf("launching replacement for %s: %w", cmd.reason, err), c.abort(ctx, cmd, "launching a replacement failed"))
 		}
 		cmd.replacements = append(cmd.replacements, nc.Name)
+		provisioning.CountNodeClaimCreated(np.Name, strings.ToLower(string(cmd.reason)))
 	}
 	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason)), consolidationType(cmd)).Inc()
 	for pool := range cmd.pools {

@@ -28,3 +28,9 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(nodeClaimsCreated, schedulingDurationSeconds)
 }
+
+// CountNodeClaimCreated counts a claim launched for another reason than provisioning (the disruption
+// loop's replacements: reason is the disruption reason, lower case, as Karpenter's).
+func CountNodeClaimCreated(pool, reason string) {
+	nodeClaimsCreated.WithLabelValues(reason, pool, "false").Inc()
+}
