@@ -120,6 +120,8 @@ func launched(np *karpv1.NodePool, name string, it *catalog.InstanceType, o cata
 	nc.GenerateName, nc.Name = "", name
 	nc.OwnerReferences[0].UID = "" // the live NodePool's UID is filled in by the test
 	nc.Finalizers = []string{karpv1.TerminationFinalizer}
+	// Karpenter's requirement set is a map: its order differs run to run; the fixture sorts it by key.
+	sort.Slice(nc.Spec.Requirements, func(i, j int) bool { return nc.Spec.Requirements[i].Key < nc.Spec.Requirements[j].Key })
 	for k, v := range map[string]string{
 		corev1.LabelInstanceTypeStable: it.Name, corev1.LabelTopologyZone: o.Zone, karpv1.CapacityTypeLabelKey: o.CapacityType,
 		corev1.LabelArchStable: it.Labels[corev1.LabelArchStable], corev1.LabelOSStable: "linux",
