@@ -68,8 +68,8 @@ test-unit: ## Fast developer tier: every package whose tests need no control pla
 	$(GO) test $$(hack/testtiers/unit-packages.sh) -timeout 10m $(TESTFLAGS)
 
 .PHONY: test-upstream-hash
-test-upstream-hash: ## Joist's NodePool and EC2NodeClass hashes equal Karpenter's own (v1.15) on 10,000 random objects each (module bench/upstream, Go 1.27).
-	cd bench/upstream && GOTOOLCHAIN=go1.27.3 $(GO) test -run 'HashIsKarpenters|SampleNodePoolHash' -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) . ./ec2nodeclasshash
+test-upstream-hash: ## Joist's NodePool and EC2NodeClass hashes equal Karpenter's own (v1.15) on 10,000 random objects each; Karpenter's metric list (controllers/metrics/testdata) and adoption fixture (test/e2e/testdata) are current (module bench/upstream, Go 1.27).
+	cd bench/upstream && GOTOOLCHAIN=go1.27.3 $(GO) test -run 'HashIsKarpenters|SampleNodePoolHash|FixtureIsUpstreams|FixtureIsKarpenters' -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) . ./ec2nodeclasshash ./karpentermetrics ./karpenteradoption
 
 # Long reliability suites: `make test-reliability FUZZTIME=5m RELIABILITY_RUN=TestCrash` narrows them.
 FUZZTIME ?= 2m

@@ -58,7 +58,7 @@ func ClusterLimitHeadroom(guardrails []v1alpha1.Guardrail, inUse corev1.Resource
 func (h Headroom) Limited() bool { return len(h.Sources) > 0 }
 
 // Fits reports whether one more node with the given capacity stays within every ceiling; when it does
-// not, reason names the Guardrail, the limit and the numbers, for a FailedProvisioning event.
+// not, reason names the Guardrail, the limit and the numbers, for a FailedScheduling event.
 func (h Headroom) Fits(capacity corev1.ResourceList) (ok bool, reason string) {
 	if h.NodesRemaining != nil && *h.NodesRemaining < 1 {
 		return false, fmt.Sprintf("cluster-wide node limit reached (%s): no node may be added", h.Sources[ResourceNodes])

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -55,7 +56,7 @@ func TestDecorateCountsCallsAndErrors(t *testing.T) {
 	inner.err = cloudprovider.NewNodeClaimNotFoundError(errors.New("gone"))
 	_ = cp.Delete(ctx, &v1.NodeClaim{})
 	inner.err = &cloudprovider.InsufficientCapacityError{Err: errors.New("sold out")}
-	_, _ = cp.Create(ctx, &v1.NodeClaim{})
+	_, _ = cp.Create(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.NodePoolLabelKey: "general"}}})
 	inner.err = errors.New("throttled")
 	_, _ = cp.List(ctx)
 
@@ -66,15 +67,15 @@ func TestDecorateCountsCallsAndErrors(t *testing.T) {
 		t.Errorf("duration series = %d, want 3 (Create, Delete, List)", n)
 	}
 	for _, tc := range []struct {
-		method, kind string
-		want         float64
+		method, kind, pool string
+		want               float64
 	}{
-		{"Create", "InsufficientCapacityError", 1},
-		{"Delete", "NodeClaimNotFoundError", 1},
-		{"List", "other", 1},
-		{"Create", "other", 0},
+		{"Create", "InsufficientCapacityError", "general", 1},
+		{"Delete", "NodeClaimNotFoundError", "", 1},
+		{"List", "other", "", 1},
+		{"Create", "other", "", 0},
 	} {
-		if got := testutil.ToFloat64(Errors.WithLabelValues(tc.method, "recording", tc.kind)); got != tc.want {
+		if got := testutil.ToFloat64(Errors.WithLabelValues("", tc.method, "recording", tc.kind, tc.pool)); got != tc.want {
 			t.Errorf("errors{method=%s,error=%s} = %v, want %v", tc.method, tc.kind, got, tc.want)
 		}
 	}

@@ -82,9 +82,10 @@ func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error
 			return errors.Join(fmt.Errorf("launching replacement for %s: %w", cmd.reason, err), c.abort(ctx, cmd, "launching a replacement failed"))
 		}
 		cmd.replacements = append(cmd.replacements, nc.Name)
+		provisioning.CountNodeClaimCreated(np.Name, strings.ToLower(string(cmd.reason)))
 	}
 	c.record(ctx, cmd)
-	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason))).Inc()
+	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason)), consolidationType(cmd)).Inc()
 	for pool := range cmd.pools {
 		if np := cl.pools[pool]; np != nil {
 			c.recorder.Eventf(np, nil, corev1.EventTypeNormal, "DisruptionLaunching", "Disrupt", "%s", cmd.message)

@@ -67,7 +67,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		eligible["underutilized"]++
 	}
 	plan := solver.Consolidate(cin)
-	decisionDuration.WithLabelValues("consolidation").Observe(c.clock.Since(start).Seconds())
+	decisionDuration.WithLabelValues("underutilized", consolidationTypeMulti).Observe(c.clock.Since(start).Seconds())
 	eligibleNodes.WithLabelValues("underutilized").Set(float64(eligible["underutilized"]))
 
 	// 1. Emptiness.

@@ -1,5 +1,7 @@
-// Package podmetrics exports karpenter_pods_state, Karpenter's per-pod gauge, computed from the
-// informer cache when Prometheus scrapes rather than kept up to date on every pod event.
+// Package podmetrics exports karpenter_pods_state, Karpenter's per-pod gauge, and the per-node sums of
+// pod requests and limits (karpenter_nodes_total_pod_requests, …_total_pod_limits,
+// …_total_daemon_requests, …_total_daemon_limits), computed from the informer cache when Prometheus
+// scrapes rather than kept up to date on every pod event.
 package podmetrics
 
 import (
@@ -11,17 +13,37 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	ctrlmetrics "github.com/joist-dev/joist/controllers/metrics"
+	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 )
 
 var stateDesc = prometheus.NewDesc("karpenter_pods_state",
 	"Pod state is the current state of pods, labeled by pod name, namespace, owner, node, whether the pod is scheduled, "+
 		"nodepool, zone, architecture, capacity type, instance type, phase, readiness, and whether the node is Joist-managed.",
 	[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}, nil)
+
+// Per-node sums over the pods bound to the node and not finished, labelled as karpenter_nodes_allocatable.
+var (
+	podRequestsDesc = nodeDesc("karpenter_nodes_total_pod_requests",
+		"Sum of the requests of the pods bound to the node (DaemonSet pods included), by resource type and the node's well-known labels.")
+	podLimitsDesc = nodeDesc("karpenter_nodes_total_pod_limits",
+		"Sum of the limits of the pods bound to the node (DaemonSet pods included), by resource type and the node's well-known labels.")
+	daemonRequestsDesc = nodeDesc("karpenter_nodes_total_daemon_requests",
+		"Sum of the requests of the DaemonSet pods bound to the node, by resource type and the node's well-known labels.")
+	daemonLimitsDesc = nodeDesc("karpenter_nodes_total_daemon_limits",
+		"Sum of the limits of the DaemonSet pods bound to the node, by resource type and the node's well-known labels.")
+)
+
+func nodeDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, nodemetrics.LabelNames(ctrlmetrics.LabelResourceType), nil)
+}
 
 // Collector reads pods and nodes from a cache-backed client at scrape time.
 type Collector struct {
@@ -34,13 +56,17 @@ func Register(kube client.Reader) error {
 	c := &Collector{kube: kube}
 	crmetrics.Registry.Unregister(c) // matched by the descriptors Describe sends
 	if err := crmetrics.Registry.Register(c); err != nil {
-		return fmt.Errorf("registering karpenter_pods_state: %w", err)
+		return fmt.Errorf("registering karpenter_pods_state and the node pod sums: %w", err)
 	}
 	return nil
 }
 
-// Describe sends the one metric the collector exports.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) { ch <- stateDesc }
+// Describe sends the metrics the collector exports.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{stateDesc, podRequestsDesc, podLimitsDesc, daemonRequestsDesc, daemonLimitsDesc} {
+		ch <- d
+	}
+}
 
 // Collect sends one sample per pod.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
@@ -65,10 +91,62 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 	if err := kube.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
+	sums := map[string]*nodeSums{}
 	for i := range pods.Items {
-		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, 1, labels(&pods.Items[i], byName)...)
+		pod := &pods.Items[i]
+		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, 1, labels(pod, byName)...)
+		if byName[pod.Spec.NodeName] == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if sums[pod.Spec.NodeName] == nil {
+			sums[pod.Spec.NodeName] = &nodeSums{}
+		}
+		sums[pod.Spec.NodeName].add(pod)
+	}
+	for name, s := range sums {
+		base := nodemetrics.Labels(byName[name])
+		for desc, rl := range map[*prometheus.Desc]corev1.ResourceList{
+			podRequestsDesc: s.requests, podLimitsDesc: s.limits, daemonRequestsDesc: s.daemonRequests, daemonLimitsDesc: s.daemonLimits,
+		} {
+			for res, q := range rl {
+				values := make([]string, 0, len(base)+1)
+				for _, l := range nodemetrics.LabelNames() {
+					values = append(values, base[l])
+				}
+				values = append(values, nodemetrics.ResourceType(res))
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, q.AsApproximateFloat64(), values...)
+			}
+		}
 	}
 	return nil
+}
+
+// nodeSums are one node's sums of pod requests and limits.
+type nodeSums struct {
+	requests, limits, daemonRequests, daemonLimits corev1.ResourceList
+}
+
+func (s *nodeSums) add(pod *corev1.Pod) {
+	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	lim := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	s.requests = addTo(s.requests, req)
+	s.limits = addTo(s.limits, lim)
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+		s.daemonRequests = addTo(s.daemonRequests, req)
+		s.daemonLimits = addTo(s.daemonLimits, lim)
+	}
+}
+
+func addTo(sum, rl corev1.ResourceList) corev1.ResourceList {
+	if sum == nil {
+		sum = corev1.ResourceList{}
+	}
+	for name, q := range rl {
+		total := sum[name]
+		total.Add(q)
+		sum[name] = total
+	}
+	return sum
 }
 
 // labels are the pod's label values in stateDesc's order.

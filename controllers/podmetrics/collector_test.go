@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -30,7 +31,43 @@ func TestPodsState(t *testing.T) {
 karpenter_pods_state{arch="",capacity_type="",instance_type="",managed="false",name="bare",namespace="team",node="",nodepool="",owner="",phase="Pending",ready="false",scheduled="false",zone=""} 1
 karpenter_pods_state{arch="amd64",capacity_type="spot",instance_type="c-4x",managed="true",name="web-1",namespace="default",node="general-abc",nodepool="general",owner="/apis/apps/v1/namespaces/default/replicasets/web-7f",phase="Running",ready="true",scheduled="true",zone="zone-a"} 1
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "karpenter_pods_state"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestNodePodSums checks karpenter_nodes_total_pod_requests and …_total_daemon_requests: bound pods that
+// have not finished are summed per node (init containers by their maximum), DaemonSet pods also apart.
+func TestNodePodSums(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{
+		"karpenter.sh/nodepool": "general", "topology.kubernetes.io/zone": "zone-a", "node.kubernetes.io/instance-type": "c-4x",
+	}}}
+	pod := func(name, cpu string, daemon bool, phase corev1.PodPhase) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)},
+			}}}},
+			Status: corev1.PodStatus{Phase: phase},
+		}
+		if daemon {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: "d", Controller: ptr.To(true)}}
+		}
+		return p
+	}
+	c := &Collector{kube: fake.NewClientBuilder().WithObjects(node,
+		pod("web", "1500m", false, corev1.PodRunning), pod("agent", "250m", true, corev1.PodRunning),
+		pod("done", "8", false, corev1.PodSucceeded)).Build()}
+	want := `
+# HELP karpenter_nodes_total_daemon_requests Sum of the requests of the DaemonSet pods bound to the node, by resource type and the node's well-known labels.
+# TYPE karpenter_nodes_total_daemon_requests gauge
+karpenter_nodes_total_daemon_requests{arch="",capacity_type="",instance_type="c-4x",managed="true",node_name="n1",nodepool="general",os="",phase="",region="",resource_type="cpu",windows_build="",zone="zone-a"} 0.25
+# HELP karpenter_nodes_total_pod_requests Sum of the requests of the pods bound to the node (DaemonSet pods included), by resource type and the node's well-known labels.
+# TYPE karpenter_nodes_total_pod_requests gauge
+karpenter_nodes_total_pod_requests{arch="",capacity_type="",instance_type="c-4x",managed="true",node_name="n1",nodepool="general",os="",phase="",region="",resource_type="cpu",windows_build="",zone="zone-a"} 1.75
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "karpenter_nodes_total_pod_requests", "karpenter_nodes_total_daemon_requests"); err != nil {
 		t.Error(err)
 	}
 }

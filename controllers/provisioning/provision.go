@@ -21,9 +21,9 @@ import (
 
 // Event reasons.
 const (
-	ReasonNominated          = "Nominated"
-	ReasonFailedProvisioning = "FailedProvisioning"
-	ReasonLimitsExceeded     = "LimitsExceeded"
+	ReasonNominated        = "Nominated"
+	ReasonFailedScheduling = "FailedScheduling"
+	ReasonLimitsExceeded   = "LimitsExceeded"
 )
 
 // Provision runs one batch: snapshot, solve, then nominate, launch and report.
@@ -80,11 +80,11 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	_ = g.Wait()
 	for _, b := range blocked {
 		for _, pod := range b.Plan.Pods {
-			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", b.Reason)
+			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", b.Reason)
 		}
 	}
 	for _, u := range result.Unschedulable {
-		p.recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, ReasonFailedProvisioning, "Provision", "%s", u.Reason)
+		p.recorder.Eventf(u.Pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", u.Reason)
 		if u.Cause == solver.CauseLimits {
 			if np, ok := s.NodePools[u.NodePool]; ok {
 				p.recorder.Eventf(np, nil, corev1.EventTypeWarning, ReasonLimitsExceeded, "Provision", "%s", u.Reason)
@@ -113,7 +113,7 @@ func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.
 		return fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 	}
 	p.cacheGate.createdClaim(nc.Name)
-	nodeClaimsCreated.WithLabelValues(np.Name, "provisioning").Inc()
+	nodeClaimsCreated.WithLabelValues(reasonProvisioned, np.Name, "false").Inc()
 	log.FromContext(ctx).V(1).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
 		"instanceType", plan.InstanceType.Name, "zone", plan.Offering.Zone, "capacityType", plan.Offering.CapacityType,
 		"pods", len(plan.Pods))

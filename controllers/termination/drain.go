@@ -142,7 +142,7 @@ func (c *Controller) deleteBy(ctx context.Context, pod *corev1.Pod, deadline, no
 	if err := c.kube.Delete(ctx, pod, opts...); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting pod %s before the node's termination deadline: %w", client.ObjectKeyFromObject(pod), err)
 	}
-	c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Deleted", "Drain",
+	c.recorder.Eventf(pod, nil, corev1.EventTypeNormal, "Disrupted", "Drain",
 		"Deleted pod: node %s must be gone by %s (terminationGracePeriod)", pod.Spec.NodeName, deadline.UTC().Format(time.RFC3339))
 	return nil
 }

@@ -121,15 +121,15 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodeSeries := []string{
-		`karpenter_nodes_allocatable{capacity_type="` + offering.CapacityType + `",instance_type="` + it.Name + `",node_name="general-abc",nodepool="general",resource_type="cpu",zone="` + offering.Zone + `"} 4`,
+		`karpenter_nodes_allocatable{arch="",capacity_type="` + offering.CapacityType + `",instance_type="` + it.Name + `",managed="true",node_name="general-abc",nodepool="general",os="",phase="",region="",resource_type="cpu",windows_build="",zone="` + offering.Zone + `"} 4`,
 		`joist_node_cost_per_hour{arch="",capacity_type="` + offering.CapacityType + `",instance_type="` + it.Name + `",node="general-abc",nodepool="general",zone="` + offering.Zone + `"} ` + strconv.FormatFloat(offering.Price, 'g', -1, 64),
 	}
 	want := append([]string{
-		`karpenter_nodes_created_total{nodepool="general"} 1`,
+		`karpenter_nodes_created_total{nodepool="general",zone="` + offering.Zone + `"} 1`,
 		`karpenter_pods_startup_duration_seconds_sum 7`,
 		`karpenter_pods_startup_duration_seconds_count 1`,
 		`karpenter_nodepools_limit{nodepool="general",resource_type="cpu"} 100`,
-		`joist_nodepool_cost_per_hour{nodepool="general"} ` + strconv.FormatFloat(offering.Price, 'g', -1, 64),
+		`karpenter_nodepools_cost_total{nodepool="general"} ` + strconv.FormatFloat(offering.Price, 'g', -1, 64),
 	}, nodeSeries...)
 	var body string
 	waitFor(t, "node, pool and cost series", func() bool {
@@ -146,9 +146,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	waitFor(t, "deleted node's series gone and terminations counted", func() bool {
 		_, body = scrape(url, token)
 		return !strings.Contains(body, `node_name="general-abc"`) && !strings.Contains(body, `node="general-abc"`) &&
-			containsAll(body, []string{`karpenter_nodes_terminated_total{nodepool="general"} 1`,
-				`karpenter_nodeclaims_terminated_total{capacity_type="` + offering.CapacityType + `",nodepool="general"} 1`,
-				`joist_nodepool_cost_per_hour{nodepool="general"} 0`})
+			containsAll(body, []string{`karpenter_nodes_terminated_total{nodepool="general",zone="` + offering.Zone + `"} 1`,
+				`karpenter_nodeclaims_terminated_total{capacity_type="` + offering.CapacityType + `",nodepool="general",zone="` + offering.Zone + `"} 1`,
+				`karpenter_nodepools_cost_total{nodepool="general"} 0`})
 	}, func() { t.Logf("got:\n%s", joistSeries(body)) })
 }
 

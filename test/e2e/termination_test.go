@@ -119,7 +119,7 @@ func (s *stack) waitEvent(ctx context.Context, obj client.Object, reason, contai
 	return found
 }
 
-func TestUnsatisfiablePodGetsFailedProvisioning(t *testing.T) {
+func TestUnsatisfiablePodGetsFailedScheduling(t *testing.T) {
 	s := newStack(t, kwokOptions())
 	ctx := s.ctx(2 * time.Minute)
 	s.create(ctx, kwokNodeClass(0), kwokNodePool("general", nil))
@@ -132,8 +132,11 @@ func TestUnsatisfiablePodGetsFailedProvisioning(t *testing.T) {
 		},
 	}
 	s.create(ctx, pod)
-	e := s.waitEvent(ctx, pod, "FailedProvisioning", "s390x")
-	t.Logf("FailedProvisioning: %s", e.Note)
+	e := s.waitEvent(ctx, pod, "FailedScheduling", "s390x") // Karpenter's reason; the kube-scheduler uses it too
+	t.Logf("FailedScheduling: %s", e.Note)
+	if e.ReportingController != "joist" {
+		t.Errorf("FailedScheduling reported by %q, want joist", e.ReportingController)
+	}
 	if n := len(s.claims()); n != 0 {
 		t.Errorf("%d nodeclaims launched for a pod nothing can run", n)
 	}
@@ -213,13 +216,13 @@ func TestGuardrailClusterLimitsStopLaunchesAcrossPools(t *testing.T) {
 	s.create(ctx, amdPods, armPods)
 	// Some pod of the two deployments must be refused, naming the Guardrail and the limit.
 	var note string
-	s.eventually(ctx, "a FailedProvisioning event naming the Guardrail", func(ctx context.Context) (bool, error) {
+	s.eventually(ctx, "a FailedScheduling event naming the Guardrail", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := s.kube.List(ctx, &pods, client.InNamespace("default")); err != nil {
 			return false, err
 		}
 		for i := range pods.Items {
-			for _, e := range s.eventsFor(ctx, &pods.Items[i], "FailedProvisioning") {
+			for _, e := range s.eventsFor(ctx, &pods.Items[i], "FailedScheduling") {
 				if strings.Contains(e.Note, `Guardrail "platform"`) && strings.Contains(e.Note, "clusterLimits.cpu=12") {
 					note = e.Note
 					return true, nil
@@ -228,7 +231,7 @@ func TestGuardrailClusterLimitsStopLaunchesAcrossPools(t *testing.T) {
 		}
 		return false, nil
 	}, s.describeClaims)
-	t.Logf("FailedProvisioning: %s", note)
+	t.Logf("FailedScheduling: %s", note)
 	var total resource.Quantity
 	pools := map[string]bool{}
 	for _, nc := range s.claims() {

@@ -15,29 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
 )
-
-var messagesReceived = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "joist_aws_interruption_messages_total",
-	Help: "Interruption queue messages received, by kind.",
-}, []string{"kind"})
-
-var claimsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "joist_aws_interruption_nodeclaims_deleted_total",
-	Help: "NodeClaims deleted ahead of an interruption, by message kind.",
-}, []string{"kind"})
-
-func init() { metrics.Registry.MustRegister(messagesReceived, claimsDeleted) }
 
 // Options configure the controller.
 type Options struct {
@@ -108,6 +94,7 @@ func (c *Controller) Poll(ctx context.Context) (int, error) {
 		if _, err := c.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(c.queueURL), ReceiptHandle: m.ReceiptHandle}); err != nil {
 			return 0, fmt.Errorf("deleting message %s: %w", aws.ToString(m.MessageId), err)
 		}
+		deletedMessages.Inc()
 	}
 	return len(out.Messages), nil
 }
@@ -115,7 +102,9 @@ func (c *Controller) Poll(ctx context.Context) (int, error) {
 func (c *Controller) handle(ctx context.Context, m sqstypes.Message) error {
 	logger := log.FromContext(ctx)
 	msg, err := Parse(aws.ToString(m.Body))
-	messagesReceived.WithLabelValues(string(msg.Kind)).Inc()
+	if err == nil {
+		receivedMessages.WithLabelValues(messageType(msg)).Inc()
+	}
 	if err != nil {
 		logger.Info("deleting unparseable interruption message", "messageID", aws.ToString(m.MessageId), "error", err.Error())
 		return nil
@@ -167,7 +156,7 @@ func (c *Controller) act(ctx context.Context, msg Message, instanceID string, nc
 		return nil
 	}
 	log.FromContext(ctx).Info("deleting nodeclaim ahead of interruption", "nodeclaim", nc.Name, "instance", instanceID, "kind", string(msg.Kind))
-	c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, "Interrupted", "Interruption", "Instance %s: %s; the node is cordoned and drained", instanceID, msg.Kind)
+	c.recorder.Eventf(nc, nil, corev1.EventTypeWarning, eventReason(msg), "Interruption", "Instance %s: %s; the node is cordoned and drained", instanceID, msg.Kind)
 	if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 	}

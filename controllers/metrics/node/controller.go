@@ -7,6 +7,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,10 +60,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.forget(req.Name, err != nil)
 		return reconcile.Result{}, nil
 	}
-	labels := prometheus.Labels{
-		"node_name": node.Name, "nodepool": pool, "instance_type": node.Labels[v1.LabelInstanceType],
-		"capacity_type": node.Labels[v1.CapacityTypeLabelKey], "zone": node.Labels[v1.LabelTopologyZone],
-	}
+	labels := Labels(node)
 	if !c.track(node, labels) {
 		c.deleteSeries(node.Name)
 		c.remember(node.Name, labels)
@@ -87,7 +85,7 @@ func (c *Controller) track(node *corev1.Node, labels prometheus.Labels) bool {
 	defer c.mu.Unlock()
 	old, seen := c.tracked[node.Name]
 	if !seen && !node.CreationTimestamp.Time.Before(c.started) {
-		Created.WithLabelValues(labels["nodepool"]).Inc()
+		Created.WithLabelValues(labels["nodepool"], labels["zone"]).Inc()
 	}
 	if seen && sameLabels(old, labels) {
 		return true
@@ -111,7 +109,7 @@ func (c *Controller) forget(name string, gone bool) {
 		return
 	}
 	if gone {
-		Terminated.WithLabelValues(labels["nodepool"]).Inc()
+		Terminated.WithLabelValues(labels["nodepool"], labels["zone"]).Inc()
 	}
 	deleteNode(labels)
 }
@@ -179,7 +177,7 @@ func (allocatableChanged) Update(e event.UpdateEvent) bool {
 }
 
 func withResource(l prometheus.Labels, name corev1.ResourceName) prometheus.Labels {
-	out := prometheus.Labels{"resource_type": string(name)}
+	out := prometheus.Labels{"resource_type": ResourceType(name)}
 	for k, v := range l {
 		out[k] = v
 	}
@@ -191,6 +189,11 @@ func withResource(l prometheus.Labels, name corev1.ResourceName) prometheus.Labe
 func costLabels(l prometheus.Labels, arch string) prometheus.Labels {
 	return prometheus.Labels{"node": l["node_name"], "nodepool": l["nodepool"], "instance_type": l["instance_type"],
 		"capacity_type": l["capacity_type"], "zone": l["zone"], "arch": arch}
+}
+
+// ResourceType is Karpenter's resource_type value of a resource name: lower case, dashes as underscores.
+func ResourceType(name corev1.ResourceName) string {
+	return strings.ReplaceAll(strings.ToLower(string(name)), "-", "_")
 }
 
 func sameLabels(a, b prometheus.Labels) bool {

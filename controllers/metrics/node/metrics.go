@@ -1,16 +1,23 @@
 package node
 
 import (
+	"sort"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/metrics"
 )
 
 var (
 	// Allocatable is karpenter_nodes_allocatable.
 	Allocatable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "karpenter_nodes_allocatable",
-		Help: "Allocatable resources of Joist-managed nodes, by node, nodepool, resource type, instance type, capacity type and zone.",
-	}, []string{"node_name", "nodepool", "resource_type", "instance_type", "capacity_type", "zone"})
+		Help: "Allocatable resources of Joist-managed nodes, by node, resource type and the node's well-known labels.",
+	}, LabelNames(metrics.LabelResourceType))
 	// CostPerHour is joist_node_cost_per_hour.
 	CostPerHour = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "joist_node_cost_per_hour",
@@ -19,13 +26,48 @@ var (
 	// Created is karpenter_nodes_created_total.
 	Created = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "karpenter_nodes_created_total",
-		Help: "Joist-managed nodes created, by nodepool (counted from the watch: nodes created while the manager leads).",
-	}, []string{"nodepool"})
+		Help: "Joist-managed nodes created, by nodepool and zone (counted from the watch: nodes created while the manager leads).",
+	}, []string{metrics.LabelNodePool, metrics.LabelZone})
 	// Terminated is karpenter_nodes_terminated_total.
 	Terminated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "karpenter_nodes_terminated_total",
-		Help: "Joist-managed nodes deleted, by nodepool (counted from the watch: deletions seen while the manager leads).",
-	}, []string{"nodepool"})
+		Help: "Joist-managed nodes deleted, by nodepool and zone (counted from the watch: deletions seen while the manager leads).",
+	}, []string{metrics.LabelNodePool, metrics.LabelZone})
 )
 
 func init() { crmetrics.Registry.MustRegister(Allocatable, CostPerHour, Created, Terminated) }
+
+// wellKnown maps the node labels Karpenter's per-node series carry (its core well-known labels) to
+// their metric label names: the part after the slash, snake_cased, as upstream names them.
+var wellKnown = map[string]string{
+	v1.NodePoolLabelKey:      "nodepool",
+	v1.CapacityTypeLabelKey:  "capacity_type",
+	v1.LabelTopologyZone:     "zone",
+	v1.LabelTopologyRegion:   "region",
+	v1.LabelInstanceType:     "instance_type",
+	v1.LabelArch:             "arch",
+	v1.LabelOS:               "os",
+	corev1.LabelWindowsBuild: "windows_build",
+}
+
+// LabelNames are the label names of a per-node series: the well-known labels, node_name, phase and
+// managed, then extra.
+func LabelNames(extra ...string) []string {
+	out := make([]string, 0, len(wellKnown)+3+len(extra))
+	for _, l := range wellKnown {
+		out = append(out, l)
+	}
+	sort.Strings(out)
+	return append(append(out, "node_name", "phase", "managed"), extra...)
+}
+
+// Labels are the values of LabelNames() for node (managed: it carries karpenter.sh/nodepool).
+func Labels(node *corev1.Node) prometheus.Labels {
+	out := prometheus.Labels{"node_name": node.Name, "phase": string(node.Status.Phase)}
+	for key, l := range wellKnown {
+		out[l] = node.Labels[key]
+	}
+	_, managed := node.Labels[v1.NodePoolLabelKey]
+	out["managed"] = strconv.FormatBool(managed)
+	return out
+}

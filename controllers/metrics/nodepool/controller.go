@@ -1,6 +1,6 @@
 // Package nodepool keeps the per-pool series: karpenter_nodepools_limit, karpenter_nodepools_usage,
-// karpenter_nodepools_nodes (read from the status the nodepool controller writes) and
-// joist_nodepool_cost_per_hour (the offering prices of the pool's live NodeClaims). A deleted pool's
+// joist_nodepool_nodes (read from the status the nodepool controller writes) and
+// karpenter_nodepools_cost_total (the offering prices of the pool's live NodeClaims). A deleted pool's
 // series are deleted, and so are those of a resource that left the pool's limits or usage.
 package nodepool
 
@@ -35,15 +35,15 @@ var (
 		Name: "karpenter_nodepools_usage",
 		Help: "Capacity of the nodepool's nodes (status.resources), by resource type.",
 	}, []string{"nodepool", "resource_type"})
-	// Nodes is karpenter_nodepools_nodes.
+	// Nodes is joist_nodepool_nodes (Karpenter has no such series).
 	Nodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "karpenter_nodepools_nodes",
+		Name: "joist_nodepool_nodes",
 		Help: "Number of live nodeclaims of the nodepool (status.nodes).",
 	}, []string{"nodepool"})
-	// CostPerHour is joist_nodepool_cost_per_hour.
+	// CostPerHour is karpenter_nodepools_cost_total.
 	CostPerHour = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "joist_nodepool_cost_per_hour",
-		Help: "Sum of the hourly offering prices of the nodepool's live NodeClaims, in the catalog's currency (USD for the built-in catalogs).",
+		Name: "karpenter_nodepools_cost_total",
+		Help: "Total cost of the nodepool: the sum of the hourly offering prices of its live NodeClaims, in the catalog's currency (USD for the built-in catalogs). Not a billing source.",
 	}, []string{"nodepool"})
 )
 
@@ -58,7 +58,7 @@ type Controller struct {
 	written map[string]map[*prometheus.GaugeVec][]string // pool → resource types last written per vector
 }
 
-// New returns the NodePool metrics loop; instanceTypes prices the claims (nil: no joist_nodepool_cost_per_hour).
+// New returns the NodePool metrics loop; instanceTypes prices the claims (nil: no karpenter_nodepools_cost_total).
 func New(kube client.Client, instanceTypes node.InstanceTypesFunc) *Controller {
 	return &Controller{kube: kube, instanceTypes: instanceTypes, written: map[string]map[*prometheus.GaugeVec][]string{}}
 }
@@ -121,16 +121,20 @@ func (c *Controller) cost(ctx context.Context, np *v1.NodePool) (float64, error)
 func (c *Controller) setResources(vec *prometheus.GaugeVec, pool string, rl corev1.ResourceList) {
 	names := make([]string, 0, len(rl))
 	for name, q := range rl {
-		vec.WithLabelValues(pool, string(name)).Set(q.AsApproximateFloat64())
-		names = append(names, string(name))
+		vec.WithLabelValues(pool, node.ResourceType(name)).Set(q.AsApproximateFloat64())
+		names = append(names, node.ResourceType(name))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.written[pool] == nil {
 		c.written[pool] = map[*prometheus.GaugeVec][]string{}
 	}
+	kept := map[string]bool{}
+	for _, n := range names {
+		kept[n] = true
+	}
 	for _, old := range c.written[pool][vec] {
-		if _, ok := rl[corev1.ResourceName(old)]; !ok {
+		if !kept[old] {
 			vec.DeleteLabelValues(pool, old)
 		}
 	}
