@@ -42,8 +42,9 @@ generate: ## Generate DeepCopy methods from markers.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: verify
-verify: manifests generate bundle ## Fail when generated files (CRDs, RBAC, webhooks, DeepCopy, bundle/, the chart's copies) are out of date.
+verify: manifests generate bundle ## Fail when generated files (CRDs, RBAC, webhooks, DeepCopy, bundle/, the chart's copies) are out of date, or an import points the wrong way (hack/imports).
 	@test -z "$$(git status --porcelain -- config api bundle bundle.Dockerfile charts)" || (git status --short -- config api bundle bundle.Dockerfile charts; echo "generated files are stale or uncommitted: run 'make manifests generate bundle' and commit"; exit 1)
+	@bash hack/imports/check.sh
 
 .PHONY: fmt
 fmt: ## Run go fmt.

@@ -36,21 +36,10 @@ func (l Launchable) Labels() map[string]string {
 // so the choice is deterministic). Which instance types a requirement on a key they do not carry
 // admits is decided by requirements.KnownKeys over its; requirements that do not parse admit nothing.
 func LaunchOptions(reqs []v1.NodeSelectorRequirementWithMinValues, its []*catalog.InstanceType, unavailable *UnavailableOfferings) []Launchable {
-	set, err := requirements.FromAPI(reqs)
-	if err != nil {
-		return nil
-	}
-	known := requirements.Known(its)
 	var out []Launchable
-	for _, it := range its {
-		if it == nil {
-			continue
-		}
-		for _, o := range set.Offerings(it, known) {
-			l := Launchable{InstanceType: it, Offering: o}
-			if !o.Available || unavailable.IsUnavailable(l.Key()) {
-				continue
-			}
+	for _, o := range requirements.AvailableOfferings(reqs, its) {
+		l := Launchable{InstanceType: o.InstanceType, Offering: o.Offering}
+		if !unavailable.IsUnavailable(l.Key()) {
 			out = append(out, l)
 		}
 	}

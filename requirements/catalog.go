@@ -84,3 +84,32 @@ func (s Set) Offerings(it *catalog.InstanceType, known KnownKeys) []catalog.Offe
 	}
 	return out
 }
+
+// Offered is one instance type and one of its offerings.
+type Offered struct {
+	InstanceType *catalog.InstanceType
+	Offering     catalog.Offering
+}
+
+// AvailableOfferings are the available offerings of its that reqs admit, in catalog order. Which
+// types a requirement on a key they do not carry admits is decided by Known(its); requirements that
+// do not parse admit nothing.
+func AvailableOfferings(reqs []v1.NodeSelectorRequirementWithMinValues, its []*catalog.InstanceType) []Offered {
+	set, err := FromAPI(reqs)
+	if err != nil {
+		return nil
+	}
+	known := Known(its)
+	var out []Offered
+	for _, it := range its {
+		if it == nil {
+			continue
+		}
+		for _, o := range set.Offerings(it, known) {
+			if o.Available {
+				out = append(out, Offered{InstanceType: it, Offering: o})
+			}
+		}
+	}
+	return out
+}

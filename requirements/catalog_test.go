@@ -73,3 +73,25 @@ func TestMissingKeyRule(t *testing.T) {
 		}
 	}
 }
+
+// AvailableOfferings keeps the admitted types' available offerings only, in catalog order, and admits
+// nothing when the requirements do not parse.
+func TestAvailableOfferings(t *testing.T) {
+	its := gpuProbe()
+	its[0].Offerings = append([]catalog.Offering{{Zone: "z0", CapacityType: v1.CapacityTypeSpot, Price: 0.3}}, its[0].Offerings...)
+	got := AvailableOfferings([]v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}, its)
+	var names []string
+	for _, o := range got {
+		names = append(names, o.InstanceType.Name+"/"+o.Offering.Zone)
+	}
+	if len(names) != 2 || names[0] != "cpu.large/z1" || names[1] != "gpu.large/z1" {
+		t.Errorf("offerings %v, want [cpu.large/z1 gpu.large/z1] (the unavailable spot offering left out)", names)
+	}
+	gpu := AvailableOfferings([]v1.NodeSelectorRequirementWithMinValues{{Key: gpuCount, Operator: corev1.NodeSelectorOpGt, Values: []string{"0"}}}, its)
+	if len(gpu) != 1 || gpu[0].InstanceType.Name != "gpu.large" {
+		t.Errorf("gpu-count > 0 admitted %d offerings, want gpu.large's only", len(gpu))
+	}
+	if bad := AvailableOfferings([]v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: "Near", Values: []string{"x"}}}, its); bad != nil {
+		t.Errorf("unparseable requirements admitted %d offerings", len(bad))
+	}
+}

@@ -6,9 +6,9 @@ import (
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
-	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/policy"
 	"github.com/joist-dev/joist/quantity"
+	"github.com/joist-dev/joist/requirements"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -148,7 +148,7 @@ func inFlightNode(nc *v1.NodeClaim, its []*catalog.InstanceType, nominated []*co
 // smallestAllocatable is the per-resource minimum allocatable over the instance types the claim admits.
 func smallestAllocatable(nc *v1.NodeClaim, its []*catalog.InstanceType) corev1.ResourceList {
 	var out corev1.ResourceList
-	for _, l := range cloudprovider.LaunchOptions(nc.Spec.Requirements, its, nil) {
+	for _, l := range requirements.AvailableOfferings(nc.Spec.Requirements, its) {
 		a := l.InstanceType.Allocatable()
 		if out == nil {
 			out = a

@@ -14,8 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/claimtemplate"
 	"github.com/joist-dev/joist/controllers/indexes"
-	"github.com/joist-dev/joist/controllers/provisioning"
+	"github.com/joist-dev/joist/controllers/metrics"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
@@ -77,12 +78,12 @@ func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error
 		if np == nil {
 			return c.abort(ctx, cmd, fmt.Sprintf("nodepool %s of a replacement is gone", plan.NodePool))
 		}
-		nc := provisioning.NodeClaimFor(np, plan)
+		nc := claimtemplate.ForPlan(np, plan)
 		if err := c.kube.Create(ctx, nc); err != nil {
 			return errors.Join(fmt.Errorf("launching replacement for %s: %w", cmd.reason, err), c.abort(ctx, cmd, "launching a replacement failed"))
 		}
 		cmd.replacements = append(cmd.replacements, nc.Name)
-		provisioning.CountNodeClaimCreated(np.Name, strings.ToLower(string(cmd.reason)))
+		metrics.CountNodeClaimCreated(np.Name, strings.ToLower(string(cmd.reason)))
 	}
 	c.record(ctx, cmd)
 	decisionsTotal.WithLabelValues(cmd.decision(), strings.ToLower(string(cmd.reason)), consolidationType(cmd)).Inc()

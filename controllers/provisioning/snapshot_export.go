@@ -3,8 +3,6 @@ package provisioning
 import (
 	"context"
 
-	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/requirements"
 	"github.com/joist-dev/joist/solver"
 )
 
@@ -18,11 +16,4 @@ func (p *Provisioner) ClusterSnapshot(ctx context.Context) (solver.Input, error)
 		return solver.Input{}, err
 	}
 	return s.Input, nil
-}
-
-// NodeClaimFor builds the NodeClaim that launches plan from np's template, as provisioning does. The
-// label keys instance types define are read from the plan's options: a key only other types of the
-// catalog define cannot be demanded by requirements these options satisfy.
-func NodeClaimFor(np *v1.NodePool, plan *solver.NodeClaimPlan) *v1.NodeClaim {
-	return nodeClaimFor(np, plan, requirements.Known(plan.InstanceTypeOptions))
 }

@@ -1,4 +1,4 @@
-package provisioning
+package claimtemplate
 
 import (
 	"testing"
@@ -48,7 +48,7 @@ func TestNodeClaimLabelsFromPoolOwnRequirements(t *testing.T) {
 	if len(res.NewNodeClaims) != 1 {
 		t.Fatalf("want one planned node, got %+v", res)
 	}
-	nc := nodeClaimFor(np, &res.NewNodeClaims[0], requirements.Known(types))
+	nc := NodeClaim(np, &res.NewNodeClaims[0], requirements.Known(types))
 	want := map[string]string{
 		v1.NodePoolLabelKey: "general", "example.com/owner": "platform",
 		"example.com/team": "0", "example.com/generation": "6", "example.com/tier": "gold",
