@@ -265,7 +265,11 @@ func TestVMCreateOutlivingTheManagerLaunchesNoSecondVM(t *testing.T) {
 	eventually(ctx, t, "ARM accepting a VM create", 90*time.Second, func() (bool, string) {
 		return len(s.arm.Calls("PUT", "/virtualMachines/")) == 1, fmt.Sprintf("VM PUTs %d", len(s.arm.Calls("PUT", "/virtualMachines/")))
 	})
-	time.Sleep(time.Second) // a few polls of the running operation
+	polled := len(s.arm.Calls("GET", "/operations/"))
+	eventually(ctx, t, "the manager polling the running VM create", 90*time.Second, func() (bool, string) {
+		n := len(s.arm.Calls("GET", "/operations/"))
+		return n >= polled+2, fmt.Sprintf("operation polls since the PUT was accepted %d", n-polled)
+	})
 	s.kill()
 	list := &v1.NodeClaimList{}
 	if err := s.kube.List(ctx, list); err != nil {
