@@ -22,17 +22,7 @@ const conflictRetry = 100 * time.Millisecond
 
 // nodeFor returns the Node registered with the claim's provider ID, or nil.
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	if nc.Status.ProviderID == "" {
-		return nil, nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.MatchingFields{indexes.NodeProviderID: nc.Status.ProviderID}); err != nil {
-		return nil, fmt.Errorf("listing nodes with provider id %s: %w", nc.Status.ProviderID, err)
-	}
-	if len(nodes.Items) == 0 {
-		return nil, nil
-	}
-	return &nodes.Items[0], nil
+	return indexes.NodeForClaim(ctx, c.kube, nc)
 }
 
 // register syncs the claim's labels and taints onto its Node and adds the termination finalizer, then

@@ -276,17 +276,7 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) 
 
 // nodeFor returns the Node registered with the claim's provider ID, or nil.
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	if nc.Status.ProviderID == "" {
-		return nil, nil
-	}
-	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.MatchingFields{indexes.NodeProviderID: nc.Status.ProviderID}); err != nil {
-		return nil, fmt.Errorf("listing nodes with provider id %s: %w", nc.Status.ProviderID, err)
-	}
-	if len(nodes.Items) == 0 {
-		return nil, nil
-	}
-	return &nodes.Items[0], nil
+	return indexes.NodeForClaim(ctx, c.kube, nc)
 }
 
 func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
