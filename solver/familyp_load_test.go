@@ -25,6 +25,13 @@ import (
 // lives here so the solver's tests import no command package.
 func loadScenario(tb testing.TB, dir string) solver.Input {
 	tb.Helper()
+	c, its := readScenario(tb, dir)
+	return buildScenario(tb, c, its)
+}
+
+// readScenario reads a family-p input's objects and catalog.
+func readScenario(tb testing.TB, dir string) (snapshot.Cluster, []*catalog.InstanceType) {
+	tb.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "catalog.yaml"))
 	if err != nil {
 		tb.Fatal(err)
@@ -75,6 +82,12 @@ func loadScenario(tb testing.TB, dir string) solver.Input {
 			}
 		}
 	}
+	return c, its
+}
+
+// buildScenario is the snapshot of c over the catalog its.
+func buildScenario(tb testing.TB, c snapshot.Cluster, its []*catalog.InstanceType) solver.Input {
+	tb.Helper()
 	snap, err := snapshot.Build(c, snapshot.Options{InstanceTypes: func(*v1.NodePool) ([]*catalog.InstanceType, error) { return its, nil }})
 	if err != nil {
 		tb.Fatal(err)

@@ -6,8 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// pairBudget bounds the node pairs rebalance prices per pool and round; pairTypes bounds the
-// instance types it tries as the first node of a pair.
+// pairBudget bounds the node pairs rebalance prices per pool and round (most wasteful contents
+// first; a round the budget ends is reported in Result.Passes); pairTypes bounds the instance
+// types it tries as the first node of a pair.
 const (
 	pairBudget  = 3000
 	pairTypes   = 8
@@ -109,6 +110,11 @@ func (s *solver) rebalancePool(p *pool, memo *passMemo) {
 					break
 				}
 			}
+		}
+		if budget == 0 && pairBudget < pairsPerKey*len(keys) {
+			// The budget, not the pairs, ended the round: reported in Result.Passes.
+			s.tally.pairCut++
+			s.tally.pairContents = max(s.tally.pairContents, len(keys))
 		}
 		if !changed {
 			return

@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -26,10 +27,16 @@ import (
 // largest fraction up — the LP's family and size choice carried to whole nodes. What the budget
 // leaves is packed by repack's greedy fill.
 
-// patternBudget bounds a pattern pack's work (simplex pivots × rows, plus pricing steps). Past it,
-// column generation stops and the dive takes floors without re-solving; the remainder goes to
-// the greedy packing. Solve reports how much work each pass did and whether it ran out.
-const patternBudget = 1e8
+// patternBudget bounds a pattern pack's column generation (simplex pivots × rows, plus pricing
+// steps). Past it, column generation stops and the dive goes on over the columns generated so
+// far (diveBudget bounds that). Solve reports how much work each pass did and whether it ran out.
+// The LP's rows are distinct pod shapes (shapeRows), so its size follows how varied the pods are,
+// not how many: the budget holds on clusters of any size.
+const patternBudget = 4e8
+
+// diveBudget bounds the whole pattern pack's work, dive included: past it the dive keeps the
+// floors of its last LP and leaves the rest to the greedy packing.
+const diveBudget = 3 * patternBudget
 
 // diveRounds: pricing rounds per re-solve of the residual during the dive (the first solve
 // generates until no pattern prices out).
@@ -50,16 +57,18 @@ type pattern struct {
 }
 
 type patternLP struct {
-	s       *solver
-	p       *pool
-	items   []*item
-	need    []int
-	kinds   []patKind
-	pats    []pattern
-	seen    map[string]bool
-	work    float64
-	rows    []int
-	exhaust bool
+	s     *solver
+	p     *pool
+	items []*item
+	need  []int
+	kinds []patKind
+	pats  []pattern
+	seen  map[string]bool
+	work  float64
+	rows  []int
+	// exhaust: column generation spent patternBudget and stopped; stopped: the dive spent
+	// diveBudget and left the rest to the greedy packing.
+	exhaust, stopped bool
 	// basis is the last solve's optimal basis, for the residual need basisNeed: the next solve
 	// for the same need (only columns added) starts from it.
 	basis     []int
@@ -119,18 +128,23 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 	if len(items) == 0 {
 		return
 	}
-	lp := s.newPatternLP(p, items)
+	rows, members := s.shapeRows(p, items)
+	lp := s.newPatternLP(p, rows)
 	if len(lp.kinds) == 0 {
 		return
 	}
 	lp.seedColumns()
-	lp.seedPlan(memo.seeds)
+	lp.seedPlan(memo.seeds, items, members)
 	chosen := lp.dive()
 	memo.patternWork += lp.work
 	memo.patternOut = memo.patternOut || lp.exhaust
 	s.tally.work += lp.work
 	if lp.exhaust {
 		s.tally.patCut++
+		s.tally.patCols += len(lp.pats)
+	}
+	if lp.stopped {
+		s.tally.patStopped++
 		for _, n := range lp.need {
 			s.tally.patLeft += n
 		}
@@ -145,18 +159,25 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 		var real []*item
 		var subCompat []bitset
 		zone := k.zone
-		for _, gi := range sortedKeys(pt.counts) {
-			it := items[gi]
-			n := min(pt.counts[gi], it.left())
-			if n <= 0 {
-				continue
+		for _, g := range sortedKeys(pt.counts) {
+			want := pt.counts[g]
+			for _, ii := range members[g] {
+				it := items[ii]
+				n := min(want, it.left())
+				if n <= 0 {
+					continue
+				}
+				want -= n
+				if it.zone >= 0 {
+					zone = it.zone
+				}
+				sub = append(sub, &item{c: it.c, zone: it.zone, pods: it.pods[it.next : it.next+n]})
+				real = append(real, it)
+				subCompat = append(subCompat, compat[ii])
+				if want == 0 {
+					break
+				}
 			}
-			if it.zone >= 0 {
-				zone = it.zone
-			}
-			sub = append(sub, &item{c: it.c, zone: it.zone, pods: it.pods[it.next : it.next+n]})
-			real = append(real, it)
-			subCompat = append(subCompat, compat[gi])
 		}
 		if len(sub) == 0 {
 			continue
@@ -172,6 +193,29 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 			it.next += f.counts[i]
 		}
 	}
+}
+
+// shapeRows aggregates repack's items into the pattern LP's rows: items whose pods have the same
+// request, the same node selection (alternative signature, zone and capacity-type masks) and the
+// same zone are one row, since no pattern can tell them apart. The LP's size then follows the
+// number of distinct pod shapes, not of deployments. rows[g] stands for the items members[g]
+// (its pods are theirs, concatenated; only its count and shape are read).
+func (s *solver) shapeRows(p *pool, items []*item) (rows []*item, members [][]int) {
+	idx := map[string]int{}
+	for ii, it := range items {
+		a := s.effAt(it.c, 0).alts[0]
+		key := fmt.Sprintf("%v|%s|%x|%x|%d", it.c.req, a.sig, a.zoneMask&p.zoneMask, a.ctMask&p.ctMask, it.zone)
+		g, ok := idx[key]
+		if !ok {
+			g = len(rows)
+			idx[key] = g
+			rows = append(rows, &item{c: it.c, zone: it.zone})
+			members = append(members, nil)
+		}
+		rows[g].pods = append(rows[g].pods, it.pods[it.next:]...)
+		members[g] = append(members[g], ii)
+	}
+	return rows, members
 }
 
 func sortedKeys(m map[int]int) []int {
@@ -302,16 +346,23 @@ type seedPattern struct {
 }
 
 // seedPlan adds the plan's own node contents as patterns, so the LP starts no worse than the
-// plan it is asked to improve.
-func (lp *patternLP) seedPlan(seeds []seedPattern) {
+// plan it is asked to improve; items and members map a class (and zone) to its LP row.
+func (lp *patternLP) seedPlan(seeds []seedPattern, items []*item, members [][]int) {
+	rowOf := make(map[*item]int, len(items))
+	for g, ms := range members {
+		for _, ii := range ms {
+			rowOf[items[ii]] = g
+		}
+	}
 	for _, sp := range seeds {
 		counts := map[int]int{}
 		ok := true
-		for c, n := range sp.counts {
+		for _, c := range sortedClasses(sp.counts) {
+			n := sp.counts[c]
 			gi := -1
-			for i, it := range lp.items {
+			for _, it := range items {
 				if it.c == c && (it.zone < 0 || it.zone == sp.zone) {
-					gi = i
+					gi = rowOf[it]
 					break
 				}
 			}
@@ -319,7 +370,7 @@ func (lp *patternLP) seedPlan(seeds []seedPattern) {
 				ok = false
 				break
 			}
-			counts[gi] = min(n, lp.need[gi])
+			counts[gi] = min(counts[gi]+n, lp.need[gi])
 		}
 		if !ok {
 			continue
@@ -341,6 +392,16 @@ func (lp *patternLP) seedPlan(seeds []seedPattern) {
 			lp.add(best, counts)
 		}
 	}
+}
+
+// sortedClasses lists m's classes in a fixed order (by key).
+func sortedClasses(m map[*class]int) []*class {
+	out := make([]*class, 0, len(m))
+	for c := range m {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].key < out[b].key })
+	return out
 }
 
 func containsInt(xs []int, x int) bool {
@@ -447,7 +508,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 			cands = append(cands, gi)
 		}
 	}
-	if len(cands) == 0 {
+	if len(cands) == 0 || lp.worthBound(k, pi, cands) <= k.price*(1+1e-6) {
 		return nil, nil
 	}
 	share := func(gi, r int) float64 {
@@ -496,6 +557,16 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 		}
 		lp.work += float64(len(cands) * 100) // sort, fill and the pattern map: ~100 steps per candidate
 		fills, worths = append(fills, counts), append(worths, worth)
+	}
+	// The pair fills cost more; they run when no greedy fill prices out.
+	priced := false
+	for _, w := range worths {
+		priced = priced || w > k.price*(1+1e-6)
+	}
+	if !priced {
+		if best, worth := lp.pairFills(k, pi, cands); best != nil {
+			fills, worths = append(fills, best), append(worths, worth)
+		}
 	}
 	// Pod by pod (a few at a time on large nodes), the item of most worth per share of the room
 	// left (summed, or on the tightest resource): the room shrinks as it fills, so the fill turns
@@ -559,7 +630,9 @@ func (lp *patternLP) generate(rounds int) (pi, x []float64) {
 }
 
 // dive rounds the LP to whole nodes: whole copies of what it buys, then the residual re-solved;
-// when it buys nothing whole, its largest fraction rounded up.
+// when it buys nothing whole, its largest fraction rounded up. Once column generation has spent
+// patternBudget the dive goes on over the columns generated so far (each re-solve is a small
+// simplex); only past diveBudget does it stop and leave the rest to the greedy packing.
 func (lp *patternLP) dive() []pattern {
 	var out []pattern
 	take := func(pt pattern) {
@@ -598,7 +671,8 @@ func (lp *patternLP) dive() []pattern {
 				took = true
 			}
 		}
-		if lp.exhaust {
+		if lp.work > diveBudget {
+			lp.stopped = true
 			return out
 		}
 		if took {

@@ -40,6 +40,9 @@ type solver struct {
 	// priorityFirst places higher-priority classes first (see Solve).
 	priorityFirst bool
 	tally         workTally // the budgeted LPs' work, for Result.Passes
+	// droppedZones and droppedCTs are the zones and capacity types beyond the 64 of each that the
+	// solver's bitmasks hold: offerings there are not used, and Result.Passes says so.
+	droppedZones, droppedCTs []string
 }
 
 type dsPod struct {
@@ -54,6 +57,7 @@ func (s *solver) zone(name string) int {
 		return i
 	}
 	if len(s.zones) >= 64 {
+		s.droppedZones = appendNew(s.droppedZones, name)
 		return -1
 	}
 	s.zoneIdx[name] = len(s.zones)
@@ -67,6 +71,7 @@ func (s *solver) ct(name string) int {
 		return i
 	}
 	if len(s.cts) >= 64 {
+		s.droppedCTs = appendNew(s.droppedCTs, name)
 		return -1
 	}
 	s.ctIdx[name] = len(s.cts)
@@ -386,3 +391,13 @@ func (s *solver) buildExisting() {
 
 // finished reports whether a pod has terminated: it holds no capacity and counts for no topology.
 func finished(p *corev1.Pod) bool { return podkind.IsFinished(p) }
+
+// appendNew appends name to list unless it is there already.
+func appendNew(list []string, name string) []string {
+	for _, n := range list {
+		if n == name {
+			return list
+		}
+	}
+	return append(list, name)
+}

@@ -2,6 +2,7 @@ package solver
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -26,6 +27,9 @@ func SolveWith(in Input, opts Options) Result {
 	}
 	ps := &passes{s: s, now: opts.Now}
 	place := PassReport{Name: "place", Ran: true, Note: note, CostAfter: s.planCost()}
+	if d := s.droppedDomains(); d != "" {
+		place.CutShort, place.Shortfall = true, d
+	}
 	if opts.Now != nil {
 		place.Duration = opts.Now().Sub(start)
 	}
@@ -126,4 +130,17 @@ func (s *solver) tail(memo *passMemo) {
 		s.drain()
 		s.rebalance(memo)
 	}
+}
+
+// droppedDomains says which zones and capacity types the plan could not use because the
+// solver's bitmasks hold 64 of each ("" when none was dropped).
+func (s *solver) droppedDomains() string {
+	var out []string
+	if n := len(s.droppedZones); n > 0 {
+		out = append(out, fmt.Sprintf("%d zone(s) beyond the first 64 were left out (offerings there not used), first %s", n, s.droppedZones[0]))
+	}
+	if n := len(s.droppedCTs); n > 0 {
+		out = append(out, fmt.Sprintf("%d capacity type(s) beyond the first 64 were left out (offerings there not used), first %s", n, s.droppedCTs[0]))
+	}
+	return strings.Join(out, "; ")
 }
