@@ -2,6 +2,7 @@ package solver_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/joist-dev/joist/solver"
@@ -51,10 +52,27 @@ func BenchmarkSolve(b *testing.B) {
 			b.ReportMetric(float64(len(res.Unschedulable)), "unschedulable")
 		})
 	}
-	// The public realistic family p (testdata/realistic-p), loaded through joist simulate.
+	// The public realistic family p (testdata/realistic-p), loaded through joist simulate, and
+	// seeded variants of its kind that were not published (familyp_variants_test.go).
+	type named struct {
+		name string
+		in   func(b *testing.B) solver.Input
+	}
+	var realistic []named
 	for _, name := range familyP {
-		b.Run("family-p/"+name, func(b *testing.B) {
-			in, _ := loadFamilyP(b, name)
+		realistic = append(realistic, named{"family-p/" + name, func(b *testing.B) solver.Input {
+			return loadScenario(b, filepath.Join("testdata", "realistic-p", name))
+		}})
+	}
+	for seed := 1; seed <= variantCount; seed++ {
+		realistic = append(realistic, named{fmt.Sprintf("family-p-variant/%d", seed), func(b *testing.B) solver.Input {
+			_, in := familyPVariant(b, seed)
+			return in
+		}})
+	}
+	for _, r := range realistic {
+		b.Run(r.name, func(b *testing.B) {
+			in := r.in(b)
 			b.ReportAllocs()
 			var res solver.Result
 			cpu0 := cpuSeconds()

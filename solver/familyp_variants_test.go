@@ -105,12 +105,13 @@ func familyPVariant(tb testing.TB, seed int) (string, solver.Input) {
 	return name, buildScenario(tb, c, kept)
 }
 
-// variantCeiling holds every variant's plan within this multiple of its LP bound (slack over
-// the measured figures in docs/solver.md).
-const variantCeiling = 1.10
-
-// variantMeanCeiling holds the variants' mean.
-const variantMeanCeiling = 1.06
+// variantCeiling holds every variant's plan within this multiple of its LP bound, and
+// variantMeanCeiling their mean (measured 1.009–1.050, mean 1.029; slack over those, see
+// docs/solver.md).
+const (
+	variantCeiling     = 1.08
+	variantMeanCeiling = 1.045
+)
 
 // TestFamilyPVariants: every variant's plan is valid, places every pod and stays within the
 // ceilings.

@@ -32,7 +32,7 @@ import (
 // far (diveBudget bounds that). Solve reports how much work each pass did and whether it ran out.
 // The LP's rows are distinct pod shapes (shapeRows), so its size follows how varied the pods are,
 // not how many: the budget holds on clusters of any size.
-const patternBudget = 4e8
+const patternBudget = 2e8
 
 // diveBudget bounds the whole pattern pack's work, dive included: past it the dive keeps the
 // floors of its last LP and leaves the rest to the greedy packing.
@@ -549,9 +549,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 			if n <= 0 {
 				continue
 			}
-			for range n {
-				used.add(lp.items[gi].c.req)
-			}
+			addTimes(used, lp.items[gi].c.req, n)
 			counts[gi] = n
 			worth += float64(n) * pi[gi]
 		}
@@ -603,9 +601,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 			}
 			n := fitCount(used, lp.items[bi].c.req, t.alloc, lp.need[bi]-counts[bi])
 			n = max(1, n/4)
-			for range n {
-				used.add(lp.items[bi].c.req)
-			}
+			addTimes(used, lp.items[bi].c.req, n)
 			counts[bi] += n
 			worth += float64(n) * pi[bi]
 		}

@@ -56,19 +56,24 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 	sort.Ints(S)
 
 	used := lp.s.d.zero()
-	counts := map[int]int{}
+	counts := make([]int, len(lp.items))
+	var touched []int
 	try := func(first, firstN, second int) {
 		for r := range used {
 			used[r] = 0
 		}
-		clear(counts)
+		for _, g := range touched {
+			counts[g] = 0
+		}
+		touched = touched[:0]
 		worth := 0.0
 		put := func(g, n int) {
 			if n <= 0 {
 				return
 			}
-			for range n {
-				used.add(lp.items[g].c.req)
+			addTimes(used, lp.items[g].c.req, n)
+			if counts[g] == 0 {
+				touched = append(touched, g)
 			}
 			counts[g] += n
 			worth += float64(n) * pi[g]
@@ -82,9 +87,9 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 		}
 		lp.work += float64(20 * len(order))
 		if worth > bestWorth*(1+1e-12) {
-			best, bestWorth = make(map[int]int, len(counts)), worth
-			for g, n := range counts {
-				best[g] = n
+			best, bestWorth = make(map[int]int, len(touched)), worth
+			for _, g := range touched {
+				best[g] = counts[g]
 			}
 		}
 	}
@@ -147,4 +152,11 @@ func (lp *patternLP) worthBound(k *patKind, pi []float64, cands []int) float64 {
 	}
 	lp.work += float64(len(cands) * len(lp.rows) * 10)
 	return bound
+}
+
+// addTimes adds n × req to used; n pods of req fit (fitCount), so no sum overflows.
+func addTimes(used, req resVec, n int) {
+	for r, q := range req {
+		used[r] += int64(n) * q
+	}
 }
