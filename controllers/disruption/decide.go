@@ -86,6 +86,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	eligibleNodes.WithLabelValues("drifted").Set(float64(len(drifted)))
 	sort.SliceStable(drifted, func(i, j int) bool { return drifted[i].cost < drifted[j].cost })
 	turn := driftTurn(drifted, c.lastDriftEvaluated, c.opts.DriftEvaluationsPerPass)
+	reportDriftTurn(len(turn), len(drifted))
 	if len(turn) < len(drifted) {
 		log.FromContext(ctx).V(1).Info("drift evaluation budget: the other drifted nodes get their turn on later passes",
 			"evaluated", len(turn), "drifted", len(drifted), "budget", c.opts.DriftEvaluationsPerPass)
