@@ -47,14 +47,16 @@ func main() {
 		fail(err)
 	}
 	ctx := context.Background()
-	var rows []string
+	var rows, passRows []string
 	for _, sz := range ss {
 		r, err := run(ctx, sz, *joist, *timeout)
 		if err != nil {
 			fail(fmt.Errorf("joist at %d pods: %w", sz.pods, err))
 		}
 		fmt.Println(r.row())
+		fmt.Println(r.passRow())
 		rows = append(rows, r.row())
+		passRows = append(passRows, r.passRow())
 		if *floor {
 			f, err := run(ctx, sz, "", *timeout)
 			if err != nil {
@@ -64,7 +66,7 @@ func main() {
 			rows = append(rows, f.row(), fmt.Sprintf("| | **Joist / floor** | | | | %.2f× | | | |", r.bound.Seconds()/f.bound.Seconds()))
 		}
 	}
-	report := header + strings.Join(rows, "\n") + "\n"
+	report := header + strings.Join(rows, "\n") + "\n\n" + passHeader + strings.Join(passRows, "\n") + "\n"
 	fmt.Print("\n" + report)
 	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
 		fail(err)
@@ -78,6 +80,13 @@ pod creation): the floor rows show the harness's own share.
 
 | pods / nodes planned | run | nodes bought | empty at end | peak RSS MiB | pending→all bound | CPU-s | CPU-s per 1k pods | apiserver requests by verb |
 |---|---|---|---|---|---|---|---|---|
+`
+
+const passHeader = `Disruption loop once the pods are bound (every pass so far; apiserver requests of all clients
+during the settle window, ` + "30 s" + `, when only the manager runs):
+
+| pods / nodes | passes | mean pass | pass p99 (bucket bound) | apiserver requests in the settle window |
+|---|---|---|---|---|
 `
 
 func fail(err error) {

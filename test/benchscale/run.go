@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +42,11 @@ type result struct {
 	rssMiB, cpuS  float64
 	bound         time.Duration
 	requests      map[string]float64
+	// settled are the apiserver requests by verb during the settle window (manager runs alone).
+	settled map[string]float64
+	// passes, passMean and passMax describe the disruption passes run so far (manager metrics).
+	passes            int
+	passMean, passP99 time.Duration
 }
 
 func (r result) row() string {
@@ -57,6 +65,18 @@ func (r result) row() string {
 	}
 	return fmt.Sprintf("| %d / %d | %s | %d | %d | %s | %.1fs | %s | %s | %s |", r.size.pods, r.size.nodes, who, r.bought, r.empty, rss,
 		r.bound.Seconds(), cpu, per, strings.Join(verbs, ", "))
+}
+
+// passRow is the disruption loop's cost at this size once the cluster settled.
+func (r result) passRow() string {
+	var verbs []string
+	for _, v := range sortedKeys(r.settled) {
+		if r.settled[v] >= 1 {
+			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, r.settled[v]))
+		}
+	}
+	return fmt.Sprintf("| %d / %d | %d | %s | %s | %s |", r.size.pods, r.size.nodes, r.passes, r.passMean.Round(time.Millisecond),
+		r.passP99, strings.Join(verbs, ", "))
 }
 
 // run measures one size; joist is the manager binary, or "" for the floor.
@@ -87,12 +107,21 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mgr *env.Manager
+	var (
+		mgr        *env.Manager
+		metricsURL string
+	)
 	if res.joist {
 		if err := setUpPool(runCtx, kube); err != nil {
 			return res, err
 		}
-		if mgr, err = e.StartManager(env.ManagerOptions{Binary: joist}); err != nil {
+		port, err := env.FreePort()
+		if err != nil {
+			return res, err
+		}
+		metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		args := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false"}
+		if mgr, err = e.StartManager(env.ManagerOptions{Binary: joist, Args: args}); err != nil {
 			return res, err
 		}
 		defer mgr.Stop(30 * time.Second)
@@ -134,7 +163,22 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 	if res.joist {
 		// Give the manager a few disruption passes over the settled cluster: it is part of its cost,
 		// and empty nodes it would remove should be gone before they are counted.
+		settleStart, err := apiserverRequests(runCtx, cs)
+		if err != nil {
+			return res, err
+		}
 		time.Sleep(settleWindow)
+		settleEnd, err := apiserverRequests(runCtx, cs)
+		if err != nil {
+			return res, err
+		}
+		res.settled = map[string]float64{}
+		for k, n := range settleEnd {
+			res.settled[k] = n - settleStart[k]
+		}
+		if res.passes, res.passMean, res.passP99, err = passDurations(metricsURL); err != nil {
+			return res, err
+		}
 		if res.rssMiB, res.cpuS, err = mgr.Stats(); err != nil {
 			return res, err
 		}
@@ -281,4 +325,53 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// passDurations reads the manager's joist_disruption_pass_duration_seconds histogram: the number of
+// passes, their mean and the bucket bound under which 99% fall.
+func passDurations(url string) (n int, mean, p99 time.Duration, err error) {
+	resp, err := http.Get(url) //nolint:gosec // the benchmark's own manager on localhost
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("reading manager metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	var sum, count float64
+	type bucket struct{ le, n float64 }
+	var buckets []bucket
+	for _, line := range strings.Split(string(body), "\n") {
+		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		switch {
+		case strings.HasPrefix(line, "joist_disruption_pass_duration_seconds_sum"):
+			sum = v
+		case strings.HasPrefix(line, "joist_disruption_pass_duration_seconds_count"):
+			count = v
+		case strings.HasPrefix(line, `joist_disruption_pass_duration_seconds_bucket{le="`):
+			le := strings.TrimPrefix(line, `joist_disruption_pass_duration_seconds_bucket{le="`)
+			le = le[:strings.Index(le, `"`)]
+			bound, err := strconv.ParseFloat(le, 64)
+			if le == "+Inf" {
+				bound, err = math.Inf(1), nil
+			}
+			if err == nil {
+				buckets = append(buckets, bucket{bound, v})
+			}
+		}
+	}
+	if count == 0 {
+		return 0, 0, 0, nil
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
+	for _, b := range buckets {
+		if b.n >= 0.99*count {
+			if !math.IsInf(b.le, 1) {
+				p99 = time.Duration(b.le * float64(time.Second))
+			}
+			break
+		}
+	}
+	return int(count), time.Duration(sum / count * float64(time.Second)), p99, nil
 }

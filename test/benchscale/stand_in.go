@@ -274,4 +274,3 @@ func (s *standIn) emptyNodes() (nodes, empty int) {
 	}
 	return nodes, empty
 }
-
