@@ -31,6 +31,8 @@ type cluster struct {
 	nsLabels   map[string]map[string]string
 	// pending counts pods waiting for capacity; claimsInFlight, claims not initialized yet.
 	pending, claimsInFlight int
+	// readVersions and refreshVersions hash every object's resource version as read (fingerprint).
+	readVersions, refreshVersions []byte
 }
 
 // readOnly lists the cache's objects without copying them; the caller must not modify them.
@@ -53,11 +55,20 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 	}
 	cl := &cluster{podsByNode: map[string][]*corev1.Pod{}, pdbs: disruptionpolicy.NewPDBs(pointers(pdbs.Items)), guardrails: guards.Items,
 		nsLabels: make(map[string]map[string]string, len(nss.Items))}
+	versions := newVersionHash()
 	for i := range nss.Items {
 		cl.nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
+		versions.add("ns", nss.Items[i].Name, nss.Items[i].ResourceVersion, false)
+	}
+	for i := range pdbs.Items {
+		versions.add("pdb", pdbs.Items[i].Namespace+"/"+pdbs.Items[i].Name, pdbs.Items[i].ResourceVersion, false)
+	}
+	for i := range guards.Items {
+		versions.add("guardrail", guards.Items[i].Name, guards.Items[i].ResourceVersion, false)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		versions.add("pod", string(p.UID), p.ResourceVersion, !p.DeletionTimestamp.IsZero())
 		if p.Spec.NodeName == "" {
 			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodPending {
 				cl.pending++
@@ -69,6 +80,7 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 		}
 		cl.podsByNode[p.Spec.NodeName] = append(cl.podsByNode[p.Spec.NodeName], p)
 	}
+	cl.readVersions = versions.Sum(nil)
 	if err := c.refresh(ctx, cl); err != nil {
 		return nil, err
 	}
@@ -91,13 +103,16 @@ func (c *Controller) refresh(ctx context.Context, cl *cluster) error {
 			return fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
+	versions := newVersionHash()
 	cl.pools = make(map[string]*v1.NodePool, len(pools.Items))
 	for i := range pools.Items {
 		cl.pools[pools.Items[i].Name] = &pools.Items[i]
+		versions.add("pool", pools.Items[i].Name, pools.Items[i].ResourceVersion, false)
 	}
 	cl.claims = c.writes.overlay(pointers(claims.Items), c.clock.Now())
 	cl.claimsInFlight = 0
 	for _, nc := range cl.claims {
+		versions.add("claim", nc.Name, nc.ResourceVersion, !nc.DeletionTimestamp.IsZero())
 		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(v1.ConditionTypeInitialized) {
 			cl.claimsInFlight++
 		}
@@ -105,7 +120,9 @@ func (c *Controller) refresh(ctx context.Context, cl *cluster) error {
 	cl.nodes = make(map[string]*corev1.Node, len(nodes.Items))
 	for i := range nodes.Items {
 		cl.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+		versions.add("node", nodes.Items[i].Name, nodes.Items[i].ResourceVersion, !nodes.Items[i].DeletionTimestamp.IsZero())
 	}
+	cl.refreshVersions = versions.Sum(nil)
 	return nil
 }
 

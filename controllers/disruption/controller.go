@@ -76,6 +76,8 @@ type Controller struct {
 	blocked map[string]string
 	// lastDriftEvaluated is the drifted claim the last pass evaluated last (see driftTurn).
 	lastDriftEvaluated string
+	// idle is the last pass that evaluated and found nothing (unchangedSinceIdle).
+	idle idleMemo
 }
 
 // New returns the disruption controller.
