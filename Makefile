@@ -175,6 +175,14 @@ demo: k8s-assets ## Run Joist end to end on a local control plane with simulated
 # Each Joist run alternates with a floor run (the planned nodes registered beforehand, no manager).
 BENCH_E2E_ARGS ?= -floor
 
+# Sizes as PODS/NODES; 20000/2000 and 50000/5000 need several GiB and an hour (see docs/scale.md).
+BENCH_SCALE_ARGS ?= -sizes=1000/100,5000/1000
+
+.PHONY: bench-scale
+bench-scale: k8s-assets ## The manager at scale against a real apiserver (stand-in binder and node faker): peak RSS, CPU-s, apiserver requests by verb, time to all bound, nodes bought and empty, beside a floor. Report in bin/bench-scale.md.
+	$(GO) build -o bin/joist ./cmd/joist
+	$(GO) run ./test/benchscale $(BENCH_SCALE_ARGS)
+
 .PHONY: bench-e2e
 bench-e2e: k8s-assets ## 1,000 pods end to end on fresh control planes: time to first NodeClaim and to all Running, nodes, $/h, manager RSS and CPU, and as a multiple of the floor.
 	$(GO) build -o bin/joist ./cmd/joist

@@ -6,11 +6,8 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/disruption"
@@ -28,7 +25,6 @@ import (
 	"github.com/joist-dev/joist/controllers/provisioning"
 	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/controllers/termination"
-	"github.com/joist-dev/joist/snapshot"
 )
 
 // Options holds each controller's options.
@@ -52,17 +48,6 @@ func DefaultOptions() Options {
 		GarbageCollection: garbagecollection.DefaultOptions(),
 		Disruption:        disruption.DefaultOptions(),
 		Guardrail:         guardrail.DefaultOptions(),
-	}
-}
-
-// CacheOptions are the informer cache settings the controllers are written for: managed fields are
-// dropped on the way in, since on pods they are a large share of memory; pods keep only the record
-// of who set status.nominatedNodeName, which tells Joist's nominations from the kube-scheduler's
-// after a restart.
-func CacheOptions() cache.Options {
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: snapshot.KeepNominationOwner}},
 	}
 }
 

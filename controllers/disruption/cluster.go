@@ -15,11 +15,13 @@ import (
 	"github.com/joist-dev/joist/podkind"
 )
 
-// cluster is one read of what the disruption methods look at.
+// cluster is one read of what the disruption methods look at. Everything comes from the shared
+// informer cache. Pods, nodes, pools, PDBs, namespaces and guardrails are the cache's own objects
+// (no copy) and must not be modified; claims are copies (updateStatus writes them) with this loop's
+// own recent writes laid over them (ownWrites), so budgets count its deletions even before the cache
+// has seen them.
 type cluster struct {
-	pools map[string]*v1.NodePool
-	// claims come from the apiserver directly (not the cache), so budgets count this loop's own
-	// earlier deletions even when the cache has not seen them yet.
+	pools      map[string]*v1.NodePool
 	claims     []*v1.NodeClaim
 	nodes      map[string]*corev1.Node // by name
 	podsByNode map[string][]*corev1.Pod
@@ -29,49 +31,44 @@ type cluster struct {
 	nsLabels   map[string]map[string]string
 	// pending counts pods waiting for capacity; claimsInFlight, claims not initialized yet.
 	pending, claimsInFlight int
+	// readVersions and refreshVersions hash every object's resource version as read (fingerprint).
+	readVersions, refreshVersions []byte
 }
+
+// readOnly lists the cache's objects without copying them; the caller must not modify them.
+var readOnly = client.UnsafeDisableDeepCopy
 
 func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 	var (
-		pools  v1.NodePoolList
-		claims v1.NodeClaimList
-		nodes  corev1.NodeList
 		pods   corev1.PodList
 		pdbs   policyv1.PodDisruptionBudgetList
 		nss    corev1.NamespaceList
 		guards policyv1alpha1.GuardrailList
 	)
-	if err := c.apiReader.List(ctx, &claims); err != nil {
-		return nil, fmt.Errorf("listing nodeclaims: %w", err)
-	}
-	for _, l := range []client.ObjectList{&pools, &nodes, &pods, &pdbs, &nss} {
-		if err := c.kube.List(ctx, l); err != nil {
+	for _, l := range []client.ObjectList{&pods, &pdbs, &nss} {
+		if err := c.kube.List(ctx, l, readOnly); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
 	}
-	if err := c.kube.List(ctx, &guards); err != nil && !meta.IsNoMatchError(err) {
+	if err := c.kube.List(ctx, &guards, readOnly); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing guardrails: %w", err) // no CRD installed: no bindings
 	}
-	cl := &cluster{pools: map[string]*v1.NodePool{}, nodes: map[string]*corev1.Node{}, podsByNode: map[string][]*corev1.Pod{},
-		pdbs: disruptionpolicy.NewPDBs(pointers(pdbs.Items)), guardrails: guards.Items, nsLabels: map[string]map[string]string{}}
+	cl := &cluster{podsByNode: map[string][]*corev1.Pod{}, pdbs: disruptionpolicy.NewPDBs(pointers(pdbs.Items)), guardrails: guards.Items,
+		nsLabels: make(map[string]map[string]string, len(nss.Items))}
+	versions := newVersionHash()
 	for i := range nss.Items {
 		cl.nsLabels[nss.Items[i].Name] = nss.Items[i].Labels
+		versions.add("ns", nss.Items[i].Name, nss.Items[i].ResourceVersion, false)
 	}
-	for i := range pools.Items {
-		cl.pools[pools.Items[i].Name] = &pools.Items[i]
+	for i := range pdbs.Items {
+		versions.add("pdb", pdbs.Items[i].Namespace+"/"+pdbs.Items[i].Name, pdbs.Items[i].ResourceVersion, false)
 	}
-	for i := range claims.Items {
-		nc := &claims.Items[i]
-		cl.claims = append(cl.claims, nc)
-		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(v1.ConditionTypeInitialized) {
-			cl.claimsInFlight++
-		}
-	}
-	for i := range nodes.Items {
-		cl.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+	for i := range guards.Items {
+		versions.add("guardrail", guards.Items[i].Name, guards.Items[i].ResourceVersion, false)
 	}
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		versions.add("pod", string(p.UID), p.ResourceVersion, !p.DeletionTimestamp.IsZero())
 		if p.Spec.NodeName == "" {
 			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodPending {
 				cl.pending++
@@ -83,7 +80,50 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 		}
 		cl.podsByNode[p.Spec.NodeName] = append(cl.podsByNode[p.Spec.NodeName], p)
 	}
+	cl.readVersions = versions.Sum(nil)
+	if err := c.refresh(ctx, cl); err != nil {
+		return nil, err
+	}
 	return cl, nil
+}
+
+// refresh re-reads what this loop's own writes change (pools, claims and nodes); pods and the rest
+// are kept from the pass's first read, as the loop does not write them.
+func (c *Controller) refresh(ctx context.Context, cl *cluster) error {
+	var (
+		pools  v1.NodePoolList
+		claims v1.NodeClaimList
+		nodes  corev1.NodeList
+	)
+	if err := c.kube.List(ctx, &claims); err != nil {
+		return fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	for _, l := range []client.ObjectList{&pools, &nodes} {
+		if err := c.kube.List(ctx, l, readOnly); err != nil {
+			return fmt.Errorf("listing %T: %w", l, err)
+		}
+	}
+	versions := newVersionHash()
+	cl.pools = make(map[string]*v1.NodePool, len(pools.Items))
+	for i := range pools.Items {
+		cl.pools[pools.Items[i].Name] = &pools.Items[i]
+		versions.add("pool", pools.Items[i].Name, pools.Items[i].ResourceVersion, false)
+	}
+	cl.claims = c.writes.overlay(pointers(claims.Items), c.clock.Now())
+	cl.claimsInFlight = 0
+	for _, nc := range cl.claims {
+		versions.add("claim", nc.Name, nc.ResourceVersion, !nc.DeletionTimestamp.IsZero())
+		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(v1.ConditionTypeInitialized) {
+			cl.claimsInFlight++
+		}
+	}
+	cl.nodes = make(map[string]*corev1.Node, len(nodes.Items))
+	for i := range nodes.Items {
+		cl.nodes[nodes.Items[i].Name] = &nodes.Items[i]
+		versions.add("node", nodes.Items[i].Name, nodes.Items[i].ResourceVersion, !nodes.Items[i].DeletionTimestamp.IsZero())
+	}
+	cl.refreshVersions = versions.Sum(nil)
+	return nil
 }
 
 // poolClaims is the pool's claims, and how many are being disrupted: deleting, tainted for
@@ -103,6 +143,27 @@ func (cl *cluster) poolCounts(pool string) (total, disrupting int) {
 
 func (cl *cluster) disrupting(nc *v1.NodeClaim) bool {
 	return disruptionpolicy.Disrupting(nc, cl.nodes[nc.Status.NodeName])
+}
+
+// forgetGone drops the per-claim memory (pod sets, last Blocked event) of claims no longer in the
+// cluster, so it does not grow with every node ever disrupted.
+func (c *Controller) forgetGone(cl *cluster) {
+	live := make(map[string]bool, len(cl.claims))
+	for _, nc := range cl.claims {
+		live[nc.Name] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.podSets {
+		if !live[name] {
+			delete(c.podSets, name)
+		}
+	}
+	for name := range c.blocked {
+		if !live[name] {
+			delete(c.blocked, name)
+		}
+	}
 }
 
 func pointers[T any](items []T) []*T {

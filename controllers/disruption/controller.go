@@ -52,8 +52,11 @@ func DefaultOptions() Options {
 
 // Controller is the disruption loop.
 type Controller struct {
-	kube client.Client
-	// apiReader reads NodeClaims from the apiserver, uncached, for budgets.
+	// kube reads the shared cache and records the NodeClaims the loop writes (recordingClient), so
+	// a pass reads its own writes without listing claims from the apiserver.
+	kube   client.Client
+	writes *ownWrites
+	// apiReader reads single NodeClaims from the apiserver, uncached, before a command writes them.
 	apiReader client.Reader
 	cloud     cloudprovider.CloudProvider
 	snapshots Snapshotter
@@ -73,12 +76,15 @@ type Controller struct {
 	blocked map[string]string
 	// lastDriftEvaluated is the drifted claim the last pass evaluated last (see driftTurn).
 	lastDriftEvaluated string
+	// idle is the last pass that evaluated and found nothing (unchangedSinceIdle).
+	idle idleMemo
 }
 
 // New returns the disruption controller.
 func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter, reservations Reserver,
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
-	return &Controller{kube: kube, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
+	writes := newOwnWrites()
+	return &Controller{kube: recordingClient{Client: kube, writes: writes}, writes: writes, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
 		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}}
 }
 
@@ -119,10 +125,12 @@ func (c *Controller) Start(ctx context.Context) error {
 // then start at most one new command (more start on later passes, within the budgets).
 func (c *Controller) Reconcile(ctx context.Context) error {
 	now := c.clock.Now()
+	defer observePass(c.clock, now)
 	cl, err := c.readCluster(ctx)
 	if err != nil {
 		return err
 	}
+	c.forgetGone(cl)
 	var errs []error
 	errs = append(errs, c.resumeCommands(ctx, cl))
 	released, err := c.releaseOrphans(ctx, cl)
@@ -130,7 +138,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if released {
 		// Re-read: the status write below patches each claim's conditions from this read, and would
 		// put the Disrupting condition just cleared back.
-		if cl, err = c.readCluster(ctx); err != nil {
+		if err := c.refresh(ctx, cl); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 	}
@@ -142,7 +150,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	// Re-read: the steps above wrote conditions and deleted claims the plan must see.
-	if cl, err = c.readCluster(ctx); err != nil {
+	if err := c.refresh(ctx, cl); err != nil {
 		return err
 	}
 	return c.decide(ctx, cl, c.members(cl, c.clock.Now()))

@@ -40,6 +40,11 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	if cl.pending > 0 && cl.claimsInFlight > 0 {
 		return nil
 	}
+	// Nothing the last idle pass read has changed: it would plan the same nothing again.
+	fp := c.fingerprint(cl, members, budgets)
+	if c.unchangedSinceIdle(fp) {
+		return nil
+	}
 	start := c.clock.Now()
 	in, err := c.snapshot(ctx)
 	if err != nil {
@@ -86,6 +91,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	eligibleNodes.WithLabelValues("drifted").Set(float64(len(drifted)))
 	sort.SliceStable(drifted, func(i, j int) bool { return drifted[i].cost < drifted[j].cost })
 	turn := driftTurn(drifted, c.lastDriftEvaluated, c.opts.DriftEvaluationsPerPass)
+	reportDriftTurn(len(turn), len(drifted))
 	if len(turn) < len(drifted) {
 		log.FromContext(ctx).V(1).Info("drift evaluation budget: the other drifted nodes get their turn on later passes",
 			"evaluated", len(turn), "drifted", len(drifted), "budget", c.opts.DriftEvaluationsPerPass)
@@ -106,6 +112,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
+	c.rememberIdle(fp)
 	return nil
 }
 

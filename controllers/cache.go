@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joist-dev/joist/snapshot"
+)
+
+// lastAppliedAnnotation is kubectl's copy of the whole applied object: often the largest field of a
+// pod or node, and never read by Joist.
+const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
+
+// CacheOptions are the informer cache settings the controllers are written for. Managed fields are
+// dropped from every object on the way in; pods keep only the record of who set
+// status.nominatedNodeName, which tells Joist's nominations from the kube-scheduler's after a
+// restart. Pods and nodes are further trimmed to what Joist reads (TrimPod, TrimNode): at 50,000
+// pods the cache is most of the manager's memory.
+//
+// Every write of a Pod or Node in Joist is a patch that carries only what it changes (merge patches
+// computed against the cached copy, JSON patches, evictions); none sends a whole cached object, which
+// would erase the trimmed fields on the server. controllers/cache_test.go checks this stays true.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:  {Transform: TrimPod},
+			&corev1.Node{}: {Transform: TrimNode},
+		},
+	}
+}
+
+// TrimPod is the pod cache transform: it keeps what scheduling, disruption, metrics and the
+// guardrails read (metadata but managed fields and kubectl's last-applied copy; the spec but, of
+// each container, everything except name, resources, ports and restart policy; the status but
+// container statuses) and drops the rest, mostly container env, commands, probes, mounts and the
+// per-container status.
+func TrimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return snapshot.KeepNominationOwner(obj)
+	}
+	if _, err := snapshot.KeepNominationOwner(pod); err != nil {
+		return nil, err
+	}
+	delete(pod.Annotations, lastAppliedAnnotation)
+	pod.Spec.Containers = trimContainers(pod.Spec.Containers)
+	pod.Spec.InitContainers = trimContainers(pod.Spec.InitContainers)
+	pod.Spec.EphemeralContainers = nil // never count towards requests
+	pod.Status.ContainerStatuses = nil
+	pod.Status.InitContainerStatuses = nil
+	pod.Status.EphemeralContainerStatuses = nil
+	return pod, nil
+}
+
+// trimContainers keeps the container fields the solver reads: requests and limits, host ports, and
+// the restart policy that makes an init container a sidecar.
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
+		for _, p := range cs[i].Ports {
+			if p.HostPort != 0 {
+				out[i].Ports = append(out[i].Ports, p)
+			}
+		}
+	}
+	return out
+}
+
+// TrimNode is the node cache transform: it drops managed fields, kubectl's last-applied copy and the
+// status lists Joist never reads (container images, which kubelets report by the dozen, and
+// attached volumes).
+func TrimNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return cache.TransformStripManagedFields()(obj)
+	}
+	node.ManagedFields = nil
+	delete(node.Annotations, lastAppliedAnnotation)
+	node.Status.Images = nil
+	node.Status.VolumesAttached = nil
+	node.Status.VolumesInUse = nil
+	return node, nil
+}

@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestTrimPodKeepsWhatJoistReads(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app": "a"},
+			Annotations:   map[string]string{"karpenter.sh/do-not-disrupt": "true", corev1.LastAppliedConfigAnnotation: "{...}"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"zone": "a"},
+			Containers: []corev1.Container{{Name: "app", Image: "img", Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
+				Ports:     []corev1.ContainerPort{{ContainerPort: 80}, {ContainerPort: 8080, HostPort: 8080}},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+			InitContainers: []corev1.Container{{Name: "sidecar", RestartPolicy: ptrTo(corev1.ContainerRestartPolicyAlways), Command: []string{"x"}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, NominatedNodeName: "n",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled}}, ContainerStatuses: []corev1.ContainerStatus{{Name: "app"}}},
+	}
+	out, err := TrimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	c := got.Spec.Containers[0]
+	if c.Image != "" || c.Env != nil || len(c.Ports) != 1 || c.Ports[0].HostPort != 8080 || c.Resources.Requests.Cpu().String() != "1" {
+		t.Errorf("container after trim = %+v, want name, resources and the host port only", c)
+	}
+	if ic := got.Spec.InitContainers[0]; ic.RestartPolicy == nil || ic.Command != nil {
+		t.Errorf("init container after trim = %+v, want its restart policy and no command", ic)
+	}
+	if got.Status.ContainerStatuses != nil || got.ManagedFields != nil || got.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		t.Errorf("pod kept container statuses, managed fields or last-applied: %+v", got)
+	}
+	if got.Annotations["karpenter.sh/do-not-disrupt"] != "true" || got.Labels["app"] != "a" || got.Spec.NodeSelector["zone"] != "a" ||
+		got.Status.NominatedNodeName != "n" || len(got.Status.Conditions) != 1 || got.Status.Phase != corev1.PodRunning {
+		t.Errorf("pod lost a field Joist reads: %+v", got)
+	}
+}
+
+func TestTrimNodeKeepsWhatJoistReads(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{"l": "v"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec:       corev1.NodeSpec{ProviderID: "kwok://n", Taints: []corev1.Taint{{Key: "k", Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: "v1.33.0"},
+			Images:     []corev1.ContainerImage{{Names: []string{"img"}, SizeBytes: 1}}},
+	}
+	out, err := TrimNode(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Node)
+	if got.Status.Images != nil || got.ManagedFields != nil {
+		t.Errorf("node kept images or managed fields: %+v", got.Status)
+	}
+	if got.Labels["l"] != "v" || len(got.Spec.Taints) != 1 || got.Spec.ProviderID == "" || got.Status.Allocatable.Cpu().String() != "2" ||
+		len(got.Status.Conditions) != 1 || got.Status.NodeInfo.KubeletVersion == "" {
+		t.Errorf("node lost a field Joist reads: %+v", got)
+	}
+}
+
+// TestNoWholeObjectWrites: the cache keeps trimmed Pods and Nodes, so a write that sends a whole
+// object read from it (Update) would erase the trimmed fields on the server. Every write in the
+// manager's code must be a patch, a create or a delete.
+func TestNoWholeObjectWrites(t *testing.T) {
+	fset := token.NewFileSet()
+	var found []string
+	for _, dir := range []string{".", "../cloudprovider", "../webhooks", "../cmd", "../snapshot"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+				strings.Contains(path, "/fake/") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Update" && len(call.Args) >= 2 {
+					found = append(found, fset.Position(call.Pos()).String())
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(found) > 0 {
+		t.Errorf("Update calls in manager code (write a patch of what changes instead): %v", found)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,155 @@
+package disruption
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+)
+
+// ownWritesTTL bounds how long a write the cache has not shown is laid over it: informers lag by
+// milliseconds to seconds; an entry older than this is a claim someone else removed meanwhile.
+const ownWritesTTL = time.Minute
+
+// ownWrites remembers the NodeClaims this loop created, patched or deleted until the informer cache
+// shows the change, so a pass reading the cache right after its own writes sees them (budgets count
+// a claim deleted a moment ago as disrupted) without listing claims from the apiserver every pass.
+type ownWrites struct {
+	mu      sync.Mutex
+	written map[string]writtenClaim
+	deleted map[string]time.Time
+}
+
+type writtenClaim struct {
+	claim *v1.NodeClaim
+	at    time.Time
+}
+
+func newOwnWrites() *ownWrites {
+	return &ownWrites{written: map[string]writtenClaim{}, deleted: map[string]time.Time{}}
+}
+
+func (w *ownWrites) wrote(obj client.Object) {
+	nc, ok := obj.(*v1.NodeClaim)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.written[nc.Name] = writtenClaim{claim: nc.DeepCopy(), at: time.Now()}
+}
+
+func (w *ownWrites) delete(obj client.Object) {
+	if _, ok := obj.(*v1.NodeClaim); !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deleted[obj.GetName()] = time.Now()
+}
+
+// overlay returns the cached claims with this loop's writes the cache has not caught up with laid
+// over them, and forgets the writes it has.
+func (w *ownWrites) overlay(cached []*v1.NodeClaim, now time.Time) []*v1.NodeClaim {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	inCache := make(map[string]bool, len(cached))
+	out := cached[:0:0]
+	for _, nc := range cached {
+		inCache[nc.Name] = true
+		if wc, ok := w.written[nc.Name]; ok {
+			if newer(wc.claim.ResourceVersion, nc.ResourceVersion) {
+				nc = wc.claim.DeepCopy()
+			} else {
+				delete(w.written, nc.Name)
+			}
+		}
+		if _, ok := w.deleted[nc.Name]; ok {
+			if nc.DeletionTimestamp.IsZero() {
+				nc.DeletionTimestamp = &metav1.Time{Time: now}
+			} else {
+				delete(w.deleted, nc.Name)
+			}
+		}
+		out = append(out, nc)
+	}
+	for name, wc := range w.written {
+		_, deleted := w.deleted[name]
+		switch {
+		case time.Since(wc.at) > ownWritesTTL:
+			delete(w.written, name)
+		case !inCache[name] && !deleted:
+			out = append(out, wc.claim.DeepCopy()) // created a moment ago
+		}
+	}
+	for name, at := range w.deleted {
+		if !inCache[name] || time.Since(at) > ownWritesTTL {
+			delete(w.deleted, name) // gone, or long since
+		}
+	}
+	return out
+}
+
+// newer reports whether resource version a is later than b. Versions are opaque to clients, but the
+// apiserver's come from etcd revisions; when either does not parse, the write is taken as newer
+// until the TTL.
+func newer(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return x > y
+}
+
+// recordingClient is the loop's client: it records the NodeClaims the loop writes (see ownWrites).
+type recordingClient struct {
+	client.Client
+	writes *ownWrites
+}
+
+func (r recordingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	err := r.Client.Create(ctx, obj, opts...)
+	if err == nil {
+		r.writes.wrote(obj)
+	}
+	return err
+}
+
+func (r recordingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	err := r.Client.Patch(ctx, obj, patch, opts...)
+	if err == nil {
+		r.writes.wrote(obj)
+	}
+	return err
+}
+
+func (r recordingClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	err := r.Client.Delete(ctx, obj, opts...)
+	if err == nil {
+		r.writes.delete(obj)
+	}
+	return err
+}
+
+func (r recordingClient) Status() client.SubResourceWriter {
+	return recordingStatus{SubResourceWriter: r.Client.Status(), writes: r.writes}
+}
+
+type recordingStatus struct {
+	client.SubResourceWriter
+	writes *ownWrites
+}
+
+func (r recordingStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	err := r.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	if err == nil {
+		r.writes.wrote(obj)
+	}
+	return err
+}

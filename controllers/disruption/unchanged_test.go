@@ -1,0 +1,36 @@
+package disruption
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+)
+
+// A pass over a cluster that did not change since the last pass found nothing skips the snapshot
+// (four lists); any object that changes brings the full evaluation back.
+func TestIdlePassSkipsThePlanUntilSomethingChanges(t *testing.T) {
+	m := newMemCache(fullCluster(3)...)
+	c := New(m, m, noDrift{}, cacheSnapshot{m}, nil, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	ctx := context.Background()
+	lists := func() int64 {
+		m.lists.Store(0)
+		if err := c.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return m.lists.Load()
+	}
+	full := lists() // writes what it observed, evaluates, finds nothing, remembers
+	if skipped := lists(); skipped != full-4 {
+		t.Fatalf("unchanged pass listed %d times, want %d (the evaluated pass's %d less the snapshot's 4)", skipped, full-4, full)
+	}
+	m.mu.Lock()
+	m.put(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "default", UID: "late"}, Spec: corev1.PodSpec{NodeName: "node-00000"}})
+	m.mu.Unlock()
+	if again := lists(); again != full {
+		t.Fatalf("after a pod landed the pass listed %d times, want the full %d", again, full)
+	}
+}

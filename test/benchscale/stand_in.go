@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// standIn replaces kube-scheduler and KWOK, which this machine cannot run at 50,000 pods: a binder
+// that places pending pods as the default scheduler would in the simple case the benchmark creates
+// (the node the pod is nominated to when it fits, else the first Ready node that fits and whose
+// taints it tolerates; room held by pods nominated to a node counts as taken, as the scheduler
+// counts it; a pod that fits nowhere is marked PodScheduled=False/Unschedulable once), and a node
+// faker that marks every new Node Ready. Both read through one informer each, so their own
+// apiserver traffic is the binds, the status patches and one watch per kind.
+type standIn struct {
+	cs    kubernetes.Interface
+	pods  toolscache.Store
+	nodes toolscache.Store
+
+	mu          sync.Mutex
+	assumed     map[types.UID]string // bound by us, not yet seen bound
+	marked      map[types.UID]bool   // marked Unschedulable once
+	readied     map[string]bool
+	bound       atomic.Int64
+	unscheduled atomic.Int64
+	work        chan func()
+}
+
+func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) (*standIn, error) {
+	f := informers.NewSharedInformerFactory(cs, 0)
+	pods, nodes := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer()
+	f.Start(ctx.Done())
+	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
+		return nil, fmt.Errorf("stand-in informers did not sync")
+	}
+	s := &standIn{cs: cs, pods: pods.GetStore(), nodes: nodes.GetStore(), assumed: map[types.UID]string{}, marked: map[types.UID]bool{},
+		readied: map[string]bool{}, work: make(chan func(), 100000)}
+	for range 16 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case w := <-s.work:
+					w()
+				}
+			}
+		}()
+	}
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if fakeNodes {
+					s.readyNodes(ctx)
+				}
+				s.schedule(ctx)
+			}
+		}
+	}()
+	return s, nil
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// readyNodes marks new Nodes Ready, as KWOK does for the nodes it manages.
+func (s *standIn) readyNodes(ctx context.Context) {
+	for _, o := range s.nodes.List() {
+		n := o.(*corev1.Node)
+		s.mu.Lock()
+		done := s.readied[n.Name]
+		s.readied[n.Name] = true
+		s.mu.Unlock()
+		if done || ready(n) {
+			continue
+		}
+		name := n.Name
+		s.work <- func() {
+			now := metav1.Now().UTC().Format(time.RFC3339)
+			body := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
+			if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status"); err != nil {
+				s.mu.Lock()
+				delete(s.readied, name)
+				s.mu.Unlock()
+			}
+		}
+	}
+}
+
+type room struct {
+	node      *corev1.Node
+	cpu, mem  int64
+	pods      int64
+	schedules bool
+}
+
+func podRequests(p *corev1.Pod) (cpu, mem int64) {
+	for _, c := range p.Spec.Containers {
+		cpu += c.Resources.Requests.Cpu().MilliValue()
+		mem += c.Resources.Requests.Memory().Value()
+	}
+	return cpu, mem
+}
+
+func (r *room) take(p *corev1.Pod) {
+	cpu, mem := podRequests(p)
+	r.cpu, r.mem, r.pods = r.cpu-cpu, r.mem-mem, r.pods-1
+}
+
+func (r *room) fits(p *corev1.Pod) bool {
+	if !r.schedules {
+		return false
+	}
+	cpu, mem := podRequests(p)
+	if cpu > r.cpu || mem > r.mem || r.pods < 1 {
+		return false
+	}
+	for i := range r.node.Spec.Taints {
+		t := &r.node.Spec.Taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		tolerated := false
+		for j := range p.Spec.Tolerations {
+			tolerated = tolerated || p.Spec.Tolerations[j].ToleratesTaint(klog.Background(), t, false)
+		}
+		if !tolerated {
+			return false
+		}
+	}
+	return true
+}
+
+// schedule runs one scheduling cycle over the pending pods.
+func (s *standIn) schedule(ctx context.Context) {
+	rooms := map[string]*room{}
+	var order []string
+	for _, o := range s.nodes.List() {
+		n := o.(*corev1.Node)
+		a := n.Status.Allocatable
+		rooms[n.Name] = &room{node: n, cpu: a.Cpu().MilliValue(), mem: a.Memory().Value(), pods: a.Pods().Value(),
+			schedules: ready(n) && n.DeletionTimestamp == nil && !n.Spec.Unschedulable}
+		order = append(order, n.Name)
+	}
+	sort.Strings(order)
+	var pending []*corev1.Pod
+	var bound int64
+	s.mu.Lock()
+	for _, o := range s.pods.List() {
+		p := o.(*corev1.Pod)
+		node := p.Spec.NodeName
+		if node != "" {
+			delete(s.assumed, p.UID)
+			bound++
+		} else if a, ok := s.assumed[p.UID]; ok {
+			node = a
+		}
+		if node == "" {
+			if p.DeletionTimestamp == nil {
+				pending = append(pending, p)
+			}
+			continue
+		}
+		if r := rooms[node]; r != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			r.take(p)
+		}
+	}
+	s.mu.Unlock()
+	s.bound.Store(bound)
+	// Room held for nominated pods is taken for everyone else.
+	for _, p := range pending {
+		if r := rooms[p.Status.NominatedNodeName]; r != nil {
+			r.take(p)
+		}
+	}
+	sort.Slice(pending, func(i, j int) bool { return pending[i].CreationTimestamp.Before(&pending[j].CreationTimestamp) })
+	first := 0
+	var unscheduled int64
+	for _, p := range pending {
+		var at *room
+		if r := rooms[p.Status.NominatedNodeName]; r != nil {
+			cpu, mem := podRequests(p)
+			r.cpu, r.mem, r.pods = r.cpu+cpu, r.mem+mem, r.pods+1 // its own hold
+			if r.fits(p) {
+				at = r
+			} else {
+				r.take(p)
+			}
+		}
+		for i := first; at == nil && i < len(order); i++ {
+			if r := rooms[order[i]]; r.fits(p) {
+				at = r
+			} else if i == first && r.schedules && r.cpu < 100 {
+				first++ // full: later pods skip it
+			}
+		}
+		if at == nil {
+			unscheduled++
+			s.markUnschedulable(ctx, p)
+			continue
+		}
+		at.take(p)
+		s.bind(ctx, p, at.node.Name)
+	}
+	s.unscheduled.Store(unscheduled)
+}
+
+func (s *standIn) bind(ctx context.Context, p *corev1.Pod, node string) {
+	s.mu.Lock()
+	s.assumed[p.UID] = node
+	s.mu.Unlock()
+	ns, name, uid := p.Namespace, p.Name, p.UID
+	s.work <- func() {
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+		if err := s.cs.CoreV1().Pods(ns).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+			s.mu.Lock()
+			delete(s.assumed, uid)
+			s.mu.Unlock()
+		}
+	}
+}
+
+func (s *standIn) markUnschedulable(ctx context.Context, p *corev1.Pod) {
+	s.mu.Lock()
+	done := s.marked[p.UID]
+	s.marked[p.UID] = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	ns, name := p.Namespace, p.Name
+	s.work <- func() {
+		now := metav1.Now().UTC().Format(time.RFC3339)
+		body := fmt.Sprintf(`{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/%d nodes are available (benchscale stand-in binder)","lastTransitionTime":%q}]}}`,
+			len(s.nodes.ListKeys()), now)
+		_, _ = s.cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+	}
+}
+
+// emptyNodes counts Nodes with no pod bound to them.
+func (s *standIn) emptyNodes() (nodes, empty int) {
+	used := map[string]bool{}
+	for _, o := range s.pods.List() {
+		used[o.(*corev1.Pod).Spec.NodeName] = true
+	}
+	for _, o := range s.nodes.List() {
+		nodes++
+		if !used[o.(*corev1.Node).Name] {
+			empty++
+		}
+	}
+	return nodes, empty
+}
