@@ -73,13 +73,18 @@ type Controller struct {
 	blocked map[string]string
 	// lastDriftEvaluated is the drifted claim the last pass evaluated last (see driftTurn).
 	lastDriftEvaluated string
+	// deleting are the claims this process's commands deleted that were still there at the last pass.
+	deleting map[string]bool
+	// restored are the executing commands whose reservations this process holds: its own, and a
+	// previous leader's it restored (restoreReservations).
+	restored map[string]bool
 }
 
 // New returns the disruption controller.
 func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter, reservations Reserver,
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
 	return &Controller{kube: kube, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
-		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}}
+		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]bool{}}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
@@ -100,18 +105,57 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start runs the loop until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
-	ticker := c.clock.NewTicker(c.opts.PollInterval)
-	defer ticker.Stop()
 	for {
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			// A runnable has no caller to return to: the loop logs and tries again next tick.
+			// A runnable has no caller to return to: the loop logs and tries again next pass.
 			log.FromContext(ctx).Error(err, "disruption loop")
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C():
+		case <-c.clock.After(c.nextPass()):
 		}
+	}
+}
+
+// drainPoll is how often the loop looks again while nodes of its executed commands are still going:
+// the budget they hold frees when they are gone.
+const drainPoll = 2 * time.Second
+
+// nextPass is how long until the next pass: PollInterval, or sooner when a command in flight is due
+// (its validation delay ends; then, while it waits for its replacements, every second) or nodes its
+// commands deleted are still draining. Karpenter runs each command's validation on its own timer
+// too; without this a command waits for the next poll after its delay, and the next command for the
+// poll after its nodes are gone — about two polls per command instead of one validation delay.
+func (c *Controller) nextPass() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.opts.PollInterval
+	now := c.clock.Now()
+	for _, cmd := range c.commands {
+		next = min(next, max(cmd.started.Add(c.opts.ValidationDelay).Sub(now), time.Second))
+	}
+	if len(c.deleting) > 0 {
+		next = min(next, drainPoll)
+	}
+	return next
+}
+
+// trackDeletions remembers the claims the commands deleted that still exist (cl is this pass's read).
+func (c *Controller) trackDeletions(cl *cluster, executed []string) {
+	exists := map[string]bool{}
+	for _, nc := range cl.claims {
+		exists[nc.Name] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for claim := range c.deleting {
+		if !exists[claim] {
+			delete(c.deleting, claim)
+		}
+	}
+	for _, claim := range executed {
+		c.deleting[claim] = true
 	}
 }
 
@@ -125,6 +169,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	var errs []error
 	errs = append(errs, c.resumeCommands(ctx, cl))
+	c.restoreReservations(ctx, cl)
 	released, err := c.releaseOrphans(ctx, cl)
 	errs = append(errs, err)
 	if released {
@@ -155,13 +200,17 @@ func (c *Controller) advanceAll(ctx context.Context, cl *cluster) error {
 	c.mu.Unlock()
 	var keep []*command
 	var errs []error
+	var executed []string
 	for _, cmd := range cmds {
 		done, err := c.advance(ctx, cl, cmd)
 		errs = append(errs, err)
 		if !done {
 			keep = append(keep, cmd)
+		} else if cmd.executed {
+			executed = append(executed, cmd.claims()...)
 		}
 	}
+	c.trackDeletions(cl, executed)
 	c.mu.Lock()
 	c.commands = keep
 	c.mu.Unlock()
