@@ -156,7 +156,7 @@ func (w *podWatch) observe(obj any, deleted bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if old := w.pods[p.UID]; !evicted(old) && evicted(p) {
+	if old := w.pods[p.UID]; (old == nil || !evicted(old)) && evicted(p) {
 		w.evictions++
 	}
 	if deleted {
