@@ -73,8 +73,9 @@ type Controller struct {
 	blocked map[string]string
 	// lastDriftEvaluated is the drifted claim the last pass evaluated last (see driftTurn).
 	lastDriftEvaluated string
-	// deleting are the claims this process's commands deleted that were still there at the last pass.
-	deleting map[string]bool
+	// deleting are the claims this process's commands deleted that were still there at the last pass,
+	// with when.
+	deleting map[string]time.Time
 	// restored are the executing commands whose reservations this process holds: its own, and a
 	// previous leader's it restored (restoreReservations).
 	restored map[string]bool
@@ -84,7 +85,7 @@ type Controller struct {
 func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter, reservations Reserver,
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
 	return &Controller{kube: kube, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
-		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]bool{}}
+		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
@@ -118,30 +119,37 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 }
 
-// drainPoll is how often the loop looks again while nodes of its executed commands are still going:
-// the budget they hold frees when they are gone.
+// drainPoll is how often the loop looks again, for PollInterval after a command executed, while its
+// nodes are still going: the budget they hold frees when they are gone, often within seconds. Longer
+// drains (PDBs, slow pods) fall back to PollInterval, so the loop does not read the cluster every
+// 2 s for minutes.
 const drainPoll = 2 * time.Second
 
 // nextPass is how long until the next pass: PollInterval, or sooner when a command in flight is due
-// (its validation delay ends; then, while it waits for its replacements, every second) or nodes its
-// commands deleted are still draining. Karpenter runs each command's validation on its own timer
-// too; without this a command waits for the next poll after its delay, and the next command for the
-// poll after its nodes are gone — about two polls per command instead of one validation delay.
+// (its validation delay ends) or a command just executed and its nodes are still draining. Karpenter
+// runs each command's validation on its own timer too; without this a command waits for the next
+// poll after its delay, and the next command for the poll after its nodes are gone — about two polls
+// per command instead of one validation delay.
 func (c *Controller) nextPass() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	next := c.opts.PollInterval
 	now := c.clock.Now()
 	for _, cmd := range c.commands {
-		next = min(next, max(cmd.started.Add(c.opts.ValidationDelay).Sub(now), time.Second))
+		if due := cmd.started.Add(c.opts.ValidationDelay).Sub(now); due > 0 {
+			next = min(next, due)
+		}
 	}
-	if len(c.deleting) > 0 {
-		next = min(next, drainPoll)
+	for _, executed := range c.deleting {
+		if now.Sub(executed) < c.opts.PollInterval {
+			next = min(next, drainPoll)
+		}
 	}
 	return next
 }
 
-// trackDeletions remembers the claims the commands deleted that still exist (cl is this pass's read).
+// trackDeletions remembers the claims the commands deleted, and when, while they exist (cl is this
+// pass's read).
 func (c *Controller) trackDeletions(cl *cluster, executed []string) {
 	exists := map[string]bool{}
 	for _, nc := range cl.claims {
@@ -155,7 +163,7 @@ func (c *Controller) trackDeletions(cl *cluster, executed []string) {
 		}
 	}
 	for _, claim := range executed {
-		c.deleting[claim] = true
+		c.deleting[claim] = c.clock.Now()
 	}
 }
 

@@ -68,7 +68,8 @@ func TestRestoreReservationsOfDrainingCommands(t *testing.T) {
 	}
 }
 
-// The loop wakes when a command in flight is due, and every 2 s while its deleted nodes drain.
+// The loop wakes when a command in flight is due, and every 2 s for a poll interval after a command
+// executed while its nodes drain.
 func TestNextPass(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	c := New(nil, nil, nil, nil, nil, nil, clk, DefaultOptions())
@@ -80,16 +81,22 @@ func TestNextPass(t *testing.T) {
 		t.Errorf("command started 2s ago: next pass in %s, want at the end of its validation delay", got)
 	}
 	c.commands[0].started = clk.Now().Add(-time.Minute)
-	if got := c.nextPass(); got != time.Second {
-		t.Errorf("command past its delay: next pass in %s, want 1s", got)
+	if got := c.nextPass(); got != c.opts.PollInterval {
+		t.Errorf("command past its delay (waiting for replacements): next pass in %s, want the poll interval", got)
 	}
 	c.commands = nil
-	c.trackDeletions(&cluster{claims: []*v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}, []string{"a"})
+	draining := &cluster{claims: []*v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}
+	c.trackDeletions(draining, []string{"a"})
 	if got := c.nextPass(); got != drainPoll {
 		t.Errorf("draining: next pass in %s, want %s", got, drainPoll)
 	}
-	c.trackDeletions(&cluster{}, nil)
+	clk.Step(c.opts.PollInterval)
+	c.trackDeletions(draining, nil)
 	if got := c.nextPass(); got != c.opts.PollInterval {
-		t.Errorf("drained: next pass in %s, want the poll interval", got)
+		t.Errorf("draining for a poll interval: next pass in %s, want the poll interval", got)
+	}
+	c.trackDeletions(&cluster{}, nil)
+	if len(c.deleting) != 0 {
+		t.Errorf("drained claims still tracked: %v", c.deleting)
 	}
 }
