@@ -17,6 +17,7 @@ import (
 	"github.com/joist-dev/joist/claimtemplate"
 	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/controllers/metrics"
+	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
@@ -34,6 +35,11 @@ type command struct {
 	started      time.Time
 	savings      float64
 	message      string
+	// reserved is the room the command holds, once it executes, for the pods of its nodes
+	// (reserve.go); recorded on its claims so a new leader holds it too.
+	reserved []state.Slot
+	// executed: its claims were deleted.
+	executed bool
 }
 
 type target struct {
@@ -131,6 +137,9 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 		return true, c.abort(ctx, cmd, why)
 	}
 	c.reserve(cl, cmd, placements)
+	if len(cmd.reserved) > 0 {
+		c.record(ctx, cmd)
+	}
 	var errs []error
 	for _, t := range cmd.targets {
 		nc := claimNamed(cl, t.claim)
@@ -142,6 +151,7 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 			errs = append(errs, fmt.Errorf("deleting nodeclaim %s: %w", t.claim, err))
 		}
 	}
+	cmd.executed = true
 	log.FromContext(ctx).Info("disruption command executed", "reason", cmd.reason, "nodes", len(cmd.targets), "savingsPerHour", cmd.savings)
 	return true, errors.Join(errs...)
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/state"
 )
 
 // commandRecord is a command in flight as written on one of its target NodeClaims
@@ -28,6 +29,17 @@ type commandRecord struct {
 	Message      string              `json:"message"`
 	Node         string              `json:"node"`
 	Pods         []types.UID         `json:"pods,omitempty"`
+	// Reserved is written when the command executes (right before its claims are deleted): where its
+	// re-simulation placed this node's pods, so a new leader restores the reservation through the
+	// drain (restoreReservations).
+	Reserved []reservedSlot `json:"reserved,omitempty"`
+}
+
+// reservedSlot is a state.Slot as recorded: the drained pod, its controller and its destination claim.
+type reservedSlot struct {
+	Pod   types.UID `json:"pod"`
+	Owner types.UID `json:"owner"`
+	Claim string    `json:"claim"`
 }
 
 func (cmd *command) id() string {
@@ -54,6 +66,11 @@ func (cmd *command) records() []commandRecord {
 		sort.Slice(pods, func(a, b int) bool { return pods[a] < pods[b] })
 		out[i] = commandRecord{ID: cmd.id(), Reason: cmd.reason, Started: cmd.started, Targets: claims,
 			Replacements: cmd.replacements, Pools: pools, Savings: cmd.savings, Message: cmd.message, Node: t.node, Pods: pods}
+		for _, sl := range cmd.reserved {
+			if t.pods[sl.Pod] {
+				out[i].Reserved = append(out[i].Reserved, reservedSlot{Pod: sl.Pod, Owner: sl.Owner, Claim: sl.Claim})
+			}
+		}
 	}
 	return out
 }
@@ -83,6 +100,9 @@ func commandFromRecords(recs map[string]commandRecord) (*command, []string) {
 			t.pods[uid] = true
 		}
 		cmd.targets = append(cmd.targets, t)
+		for _, sl := range r.Reserved {
+			cmd.reserved = append(cmd.reserved, state.Slot{Pod: sl.Pod, Owner: sl.Owner, Claim: sl.Claim})
+		}
 	}
 	return cmd, missing
 }

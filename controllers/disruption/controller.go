@@ -78,6 +78,12 @@ type Controller struct {
 	lastDriftEvaluated string
 	// idle is the last pass that evaluated and found nothing (unchangedSinceIdle).
 	idle idleMemo
+	// deleting are the claims this process's commands deleted that were still there at the last pass,
+	// with when.
+	deleting map[string]time.Time
+	// restored are the executing commands whose reservations this process holds: its own, and a
+	// previous leader's it restored (restoreReservations).
+	restored map[string]bool
 }
 
 // New returns the disruption controller.
@@ -85,7 +91,7 @@ func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudP
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
 	writes := newOwnWrites()
 	return &Controller{kube: recordingClient{Client: kube, writes: writes}, writes: writes, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
-		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}}
+		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
@@ -106,18 +112,64 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start runs the loop until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
-	ticker := c.clock.NewTicker(c.opts.PollInterval)
-	defer ticker.Stop()
 	for {
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
-			// A runnable has no caller to return to: the loop logs and tries again next tick.
+			// A runnable has no caller to return to: the loop logs and tries again next pass.
 			log.FromContext(ctx).Error(err, "disruption loop")
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C():
+		case <-c.clock.After(c.nextPass()):
 		}
+	}
+}
+
+// drainPoll is how often the loop looks again, for PollInterval after a command executed, while its
+// nodes are still going: the budget they hold frees when they are gone, often within seconds. Longer
+// drains (PDBs, slow pods) fall back to PollInterval, so the loop does not read the cluster every
+// 2 s for minutes.
+const drainPoll = 2 * time.Second
+
+// nextPass is how long until the next pass: PollInterval, or sooner when a command in flight is due
+// (its validation delay ends) or a command just executed and its nodes are still draining. Karpenter
+// runs each command's validation on its own timer too; without this a command waits for the next
+// poll after its delay, and the next command for the poll after its nodes are gone — about two polls
+// per command instead of one validation delay.
+func (c *Controller) nextPass() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := c.opts.PollInterval
+	now := c.clock.Now()
+	for _, cmd := range c.commands {
+		if due := cmd.started.Add(c.opts.ValidationDelay).Sub(now); due > 0 {
+			next = min(next, due)
+		}
+	}
+	for _, executed := range c.deleting {
+		if now.Sub(executed) < c.opts.PollInterval {
+			next = min(next, drainPoll)
+		}
+	}
+	return next
+}
+
+// trackDeletions remembers the claims the commands deleted, and when, while they exist (cl is this
+// pass's read).
+func (c *Controller) trackDeletions(cl *cluster, executed []string) {
+	exists := map[string]bool{}
+	for _, nc := range cl.claims {
+		exists[nc.Name] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for claim := range c.deleting {
+		if !exists[claim] {
+			delete(c.deleting, claim)
+		}
+	}
+	for _, claim := range executed {
+		c.deleting[claim] = c.clock.Now()
 	}
 }
 
@@ -133,6 +185,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	c.forgetGone(cl)
 	var errs []error
 	errs = append(errs, c.resumeCommands(ctx, cl))
+	c.restoreReservations(ctx, cl)
 	released, err := c.releaseOrphans(ctx, cl)
 	errs = append(errs, err)
 	if released {
@@ -163,13 +216,17 @@ func (c *Controller) advanceAll(ctx context.Context, cl *cluster) error {
 	c.mu.Unlock()
 	var keep []*command
 	var errs []error
+	var executed []string
 	for _, cmd := range cmds {
 		done, err := c.advance(ctx, cl, cmd)
 		errs = append(errs, err)
 		if !done {
 			keep = append(keep, cmd)
+		} else if cmd.executed {
+			executed = append(executed, cmd.claims()...)
 		}
 	}
+	c.trackDeletions(cl, executed)
 	c.mu.Lock()
 	c.commands = keep
 	c.mu.Unlock()

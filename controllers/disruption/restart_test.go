@@ -17,6 +17,8 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/nomination"
+	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/test/env"
@@ -208,7 +210,8 @@ func TestRestartAbandonsRecordedCommandMissingAClaim(t *testing.T) {
 func TestCommandRecordsRoundTrip(t *testing.T) {
 	cmd := &command{reason: v1.DisruptionReasonDrifted, pools: map[string]bool{"a": true, "b": true}, replacements: []string{"r1", "r2"},
 		started: time.Date(2026, 12, 2, 7, 0, 0, 123, time.UTC), savings: 0.25, message: "m",
-		targets: []target{{claim: "c1", node: "n1", pods: map[types.UID]bool{"u1": true, "u2": true}}, {claim: "c2", node: "n2", pods: map[types.UID]bool{}}}}
+		targets:  []target{{claim: "c1", node: "n1", pods: map[types.UID]bool{"u1": true, "u2": true}}, {claim: "c2", node: "n2", pods: map[types.UID]bool{"u3": true}}},
+		reserved: []state.Slot{{Pod: "u1", Owner: "o1", Claim: "r1"}, {Pod: "u2", Owner: "o1", Claim: "r2"}, {Pod: "u3", Owner: "o2", Claim: "r1"}}}
 	recs := map[string]commandRecord{}
 	for i, r := range cmd.records() {
 		b, err := json.Marshal(r)
@@ -228,5 +231,66 @@ func TestCommandRecordsRoundTrip(t *testing.T) {
 	got.started = got.started.UTC()
 	if !reflect.DeepEqual(got, cmd) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, cmd)
+	}
+}
+
+// A new leader finds a command the dead one executed: node-a's claim is deleting (its drain under
+// way) and its record names where the re-simulation put node-a's pod (repl-1). The new leader holds
+// that room again: while the pod drains it counts on repl-1, and once evicted its re-creation is
+// nominated to repl-1 — the provisioner buys nothing for it. Without the recorded slots the
+// reservation died with the old process.
+func TestRestartRestoresReservationOfExecutingCommand(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	kube := e.Client
+	const rs = types.UID("11111111-2222-3333-4444-555555555555")
+	rec := commandRecord{ID: "node-a-1", Reason: v1.DisruptionReasonUnderutilized, Started: time.Now().Add(-time.Minute),
+		Targets: []string{"node-a"}, Replacements: []string{"repl-1"}, Pools: []string{"general"}, Node: "node-a"}
+	_, target, _ := restartFixture(t, kube, "")
+	app := ownedPod(t, kube, "app-1", "node-a", "500m", rs)
+	rec.Pods = []types.UID{app.UID}
+	rec.Reserved = []reservedSlot{{Pod: app.UID, Owner: rs, Claim: "repl-1"}}
+	// As the dead leader left it: the record with its reservation, the claim deleted and draining.
+	stored := target.DeepCopy()
+	target.Annotations[v1.DisruptionCommandAnnotationKey] = recordJSON(t, rec)
+	target.Finalizers = []string{"test.joist.dev/draining"}
+	if err := kube.Patch(ctx, target, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+
+	noms := nomination.New(kube, nil, state.NewNominations(), func() {}, clock.RealClock{}, nomination.DefaultOptions())
+	c := New(kube, kube, noDrift{}, emptySnapshot{}, noms, events.NewFakeRecorder(100), clock.RealClock{}, DefaultOptions())
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if claim, _ := noms.NominationOf(app, "", nil); claim != "repl-1" {
+		t.Fatalf("the draining pod counts on %q after the restart, want repl-1 (its command's reservation)", claim)
+	}
+	// The drain evicts it; its ReplicaSet re-creates it.
+	if err := kube.Delete(ctx, app, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	recreated := ownedPod(t, kube, "app-2", "", "500m", rs)
+	claims := &v1.NodeClaimList{}
+	if err := kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	var ncs []*v1.NodeClaim
+	for i := range claims.Items {
+		ncs = append(ncs, &claims.Items[i])
+	}
+	noms.Sweep(ncs, []*corev1.Pod{recreated})
+	if claim, _ := noms.NominationOf(recreated, "", nil); claim != "repl-1" {
+		t.Errorf("the re-created pod counts on %q, want repl-1", claim)
+	}
+	// A second pass restores nothing twice.
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.restored) != 1 {
+		t.Errorf("restored %v, want the one command", c.restored)
 	}
 }

@@ -30,6 +30,10 @@ var scaleDown bool
 // that of the last change, not the end of the quiet window.
 const scaleDownQuiet = 90 * time.Second
 
+// validationDelay is the manager's default disruption.Options.ValidationDelay (the bench runs the
+// manager with its defaults).
+const validationDelay = 5 * time.Second
+
 type scaleDownResult struct {
 	upRunning              time.Duration
 	nodesBefore            int
@@ -41,12 +45,41 @@ type scaleDownResult struct {
 	planNodes              int
 	planCost               float64
 	peakRSSMiB, cpuSeconds float64
+	// commands is the number of disruption commands started (karpenter_voluntary_disruption_decisions_total);
+	// planned, the replacements they launched; unforeseen, the provisioner's launches for pods of
+	// workloads a command was moving (joist_disruption_*).
+	commands, planned, unforeseen int
+	// evicted counts evictions; evictedAgain, evictions of pods re-created during the consolidation
+	// (a replica moved twice).
+	evicted, evictedAgain int
 }
 
 func (r scaleDownResult) String() string {
-	return fmt.Sprintf("1000 Running %.1fs on %d nodes $%.3f/h; scaled to 300 → consolidated after %.1fs: %d nodes $%.3f/h (%d NodeClaims launched, %d deleted); plan for 300 from scratch: %d nodes $%.3f/h (ratio %.3f); manager peak RSS %.0f MiB, %.1f CPU-s",
+	return fmt.Sprintf("1000 Running %.1fs on %d nodes $%.3f/h; scaled to 300 → consolidated after %.1fs: %d nodes $%.3f/h (%d NodeClaims launched, %d deleted); plan for 300 from scratch: %d nodes $%.3f/h (ratio %.3f); manager peak RSS %.0f MiB, %.1f CPU-s\n       %s",
 		r.upRunning.Seconds(), r.nodesBefore, r.costBefore, r.consolidated.Seconds(), r.nodesAfter, r.costAfter,
-		r.launched, r.deleted, r.planNodes, r.planCost, r.costAfter/r.planCost, r.peakRSSMiB, r.cpuSeconds)
+		r.launched, r.deleted, r.planNodes, r.planCost, r.costAfter/r.planCost, r.peakRSSMiB, r.cpuSeconds, r.targets())
+}
+
+// targets states each of issue #20's scale-down targets with its figure.
+func (r scaleDownResult) targets() string {
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	launchBound := float64(r.planned) * 1.02
+	delays := time.Duration(r.commands) * validationDelay
+	ratio := r.costAfter / r.planCost
+	return fmt.Sprintf("targets: NodeClaims launched %d ≤ planned replacements %d + 2%% (%.2f): %s (%d unforeseen launches); "+
+		"evictions %d, of pods already moved %d (each pod evicted at most once): %s; "+
+		"consolidated $/h ÷ from-scratch plan %.3f ≤ 1.05: %s; "+
+		"time to consolidated %.1fs ≤ 2 × %d commands × %s validation delay = %.0fs: %s (%.2f×)",
+		r.launched, r.planned, launchBound, verdict(float64(r.launched) <= launchBound), r.unforeseen,
+		r.evicted, r.evictedAgain, verdict(r.evictedAgain == 0),
+		ratio, verdict(ratio <= 1.05),
+		r.consolidated.Seconds(), r.commands, validationDelay, (2 * delays).Seconds(), verdict(r.consolidated <= 2*delays),
+		r.consolidated.Seconds()/delays.Seconds())
 }
 
 func runScaleDowns(ctx context.Context, joist string, runs int, timeout time.Duration) {
@@ -77,7 +110,11 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	if err != nil {
 		return r, err
 	}
-	mgr, err := startBenchManager(e, joist)
+	metricsArgs, metricsURL, err := metricsFlags()
+	if err != nil {
+		return r, err
+	}
+	mgr, err := e.StartManager(env.ManagerOptions{Binary: joist, Args: append(append([]string{"--zap-time-encoding=rfc3339nano"}, metricsArgs...), managerArgs...)})
 	if err != nil {
 		return r, err
 	}
@@ -136,6 +173,7 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
 
 	downStart := time.Now()
+	evictions := watchEvictions(ctx, e.Config, downStart)
 	downCtx, cancelDown := context.WithTimeout(ctx, 5*timeout)
 	defer cancelDown()
 	seen := map[string]bool{}
@@ -171,6 +209,15 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.consolidated = lastChange.Sub(downStart)
 	r.nodesAfter, r.costAfter = len(last.claims), last.cost
 	r.deleted = r.nodesBefore + r.launched - r.nodesAfter
+	r.evicted, r.evictedAgain = evictions.counts()
+	sums, err := scrapeSums(ctx, metricsURL, "karpenter_voluntary_disruption_decisions_total",
+		"joist_disruption_planned_replacements_total", "joist_disruption_unforeseen_launches_total")
+	if err != nil {
+		return r, fmt.Errorf("reading the manager's metrics: %w", err)
+	}
+	r.commands = int(sums["karpenter_voluntary_disruption_decisions_total"])
+	r.planned = int(sums["joist_disruption_planned_replacements_total"])
+	r.unforeseen = int(sums["joist_disruption_unforeseen_launches_total"])
 	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
 }

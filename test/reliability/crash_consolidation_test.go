@@ -27,25 +27,31 @@ const (
 	killAtReplacement killMoment = "replacement launched"
 	// killAtTaint: a node carries karpenter.sh/disrupted or a claim is Disrupting (command started).
 	killAtTaint killMoment = "node tainted"
-	// killAtDrain: a NodeClaim is being deleted (command executed; termination draining).
-	killAtDrain killMoment = "claim deleting"
+	// killAtDrain: a NodeClaim is being deleted and a pod it evicted is still terminating (command
+	// executed; termination draining).
+	killAtDrain killMoment = "mid-drain"
 	// killAtRandom: a random delay after the scale-down, whatever is happening.
 	killAtRandom killMoment = "random"
 )
 
-var killMoments = []killMoment{killAtReplacement, killAtTaint, killAtDrain, killAtRandom}
+var killMoments = []killMoment{killAtDrain, killAtReplacement, killAtTaint, killAtRandom}
 
 // TestCrashDuringConsolidation scales a cluster up, enables consolidation and scales every
 // Deployment to 30%, then SIGKILLs the manager process while consolidation commands are in flight
 // (nodes tainted and marked Disrupting, replacements launching, nodes draining) and starts a new
-// one. The commands lived in the dead process's memory only. Pass: every remaining pod Running, no
-// node left tainted, no live claim left Disrupting, no duplicate, leaked or stuck instance, and the
-// cluster consolidated to within consolidatedBound of the solver's from-scratch plan, stable for a
-// quiet window. Short: 2 trials of 40 pods; RELIABILITY_LONG: 8 trials of 300 pods.
+// one. Every Deployment has a PodDisruptionBudget and its pods take shutdownTime to stop once
+// deleted, so drains take a while and the mid-drain kill lands while evicted pods are still
+// terminating. Pass: every remaining pod Running, no node left tainted, no live claim left
+// Disrupting, no duplicate, leaked or stuck instance, the cluster consolidated to within
+// consolidatedBound of the solver's from-scratch plan, stable for a quiet window — and, watched
+// through the whole trial, no PDB ever short of more pods than it allows while evicted pods were out,
+// and no pod the kube-scheduler found no room for (evicted pods land on planned nodes).
+// Short: 2 trials of 40 pods (killed mid-drain, then after a replacement launched);
+// RELIABILITY_LONG: 8 trials of 300 pods.
 func TestCrashDuringConsolidation(t *testing.T) {
-	trials, pods, quiet, timeout := 2, 40, 15*time.Second, 5*time.Minute
+	trials, pods, quiet, timeout, shutdown := 2, 40, 15*time.Second, 8*time.Minute, 8*time.Second
 	if long() {
-		trials, pods, quiet, timeout = 8, 300, 30*time.Second, 12*time.Minute
+		trials, pods, quiet, timeout, shutdown = 8, 300, 30*time.Second, 15*time.Minute, 20*time.Second
 	}
 	seed := time.Now().UnixNano()
 	r := rand.New(rand.NewSource(seed))
@@ -54,36 +60,54 @@ func TestCrashDuringConsolidation(t *testing.T) {
 	for trial := 0; trial < trials; trial++ {
 		moment := killMoments[trial%len(killMoments)]
 		extra := time.Duration(r.Intn(12000)) * time.Millisecond
-		if moment == killAtRandom {
+		switch moment {
+		case killAtRandom:
 			extra = time.Duration(1000+r.Intn(40000)) * time.Millisecond
+		case killAtDrain:
+			extra = time.Duration(r.Intn(int(shutdown/time.Millisecond)/3)) * time.Millisecond
 		}
 		ok := t.Run(fmt.Sprintf("trial-%02d", trial), func(t *testing.T) {
-			row := consolidationCrashTrial(t, pods, moment, extra, quiet, timeout)
+			row := consolidationCrashTrial(t, pods, moment, extra, quiet, timeout, shutdown)
 			t.Log(row)
 			rows = append(rows, row)
 		})
 		if !ok {
-			rows = append(rows, fmt.Sprintf("| %d | %s + %s | FAILED | | | | | | | | | |", trial, moment, extra.Round(10*time.Millisecond)))
+			rows = append(rows, fmt.Sprintf("| %d | %s + %s | FAILED | | | | | | | | | | | | | |", trial, moment, extra.Round(10*time.Millisecond)))
 		}
 	}
-	report(t, "crash during consolidation", "| trial | killed at | killed after | in flight at the kill | consolidated after | nodes | $/h after | ÷ plan | commands replace / delete | commands resumed / nodes released | claims launched | of which provisioned |\n|---|---|---|---|---|---|---|---|---|---|---|---|", rows)
+	report(t, "crash during consolidation", "| trial | killed at | killed after | in flight at the kill | consolidated after | nodes | $/h after | ÷ plan | commands replace / delete | commands resumed / nodes released | claims launched | of which provisioned | evictions | PDB violations | pods found no room | reservations: planned / unforeseen (ratio), reserved / taken / unused, repeated evictions |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|", rows)
 }
 
-func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, quiet, timeout time.Duration) string {
-	ctx := context.Background()
+func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, quiet, timeout, shutdown time.Duration) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	metricsArgs, metricsURL, err := freeMetricsArgs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The trial holds the end state to the from-scratch plan, which buys cheaper spot types than
 	// the scale-up left: reaching it takes spot→spot replacement (off by default, as upstream).
-	s := newStack(t, "--spot-to-spot-consolidation=true")
+	s := newStack(t, append([]string{"--spot-to-spot-consolidation=true"}, metricsArgs...)...)
 	if dir := os.Getenv("RELIABILITY_KEEP_LOGS"); dir != "" {
 		t.Cleanup(func() { s.keepLogs(t, filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))) })
 	}
 	s.setUp(ctx, time.Second)
 	// No consolidation while the cluster grows: the trial is about the scale-down.
 	s.consolidating(ctx, "Never")
+	watch := s.watchPods(ctx, shutdown)
+	scraper := scrapeMetrics(ctx, metricsURL, time.Second)
 	s.start()
+	scraper.running(s.starts)
 	deploys := deployments(pods)
+	slowDrains(deploys)
+	pdbs := pdbsFor(deploys)
 	for _, d := range deploys {
 		if err := s.kube.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, pdb := range pdbs {
+		if err := s.kube.Create(ctx, pdb); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,23 +122,29 @@ func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, q
 	scaledDown := time.Now()
 	np := s.consolidating(ctx, "0s")
 	down := s.scaleTo(ctx, deploys, 30)
+	watch.arm(pdbs, down)
 	want := 0
 	for _, d := range down {
 		want += int(*d.Spec.Replicas)
 	}
 	plan := planFromScratch(t, np, down)
 
-	atKill, seen := s.waitKillMoment(ctx, t, moment, scaledDown, 3*time.Minute)
+	atKill, seen := s.waitKillMoment(ctx, t, watch, moment, scaledDown, 3*time.Minute)
 	time.Sleep(extra)
 	if v, err := s.viewConsolidation(ctx); err == nil {
 		atKill = v
 	}
+	midDrain := watch.draining()
+	scraper.scrapeNow(ctx, metricsURL)
+	scraper.running(0)
 	s.kill()
 	killedAfter := time.Since(scaledDown)
-	t.Logf("killed %s after the scale-down (%s + %s; seen: %t): %s", killedAfter.Round(10*time.Millisecond), moment, extra, seen, atKill)
+	t.Logf("killed %s after the scale-down (%s + %s; seen: %t; evicted pods terminating: %t): %s", killedAfter.Round(10*time.Millisecond), moment, extra, seen, midDrain, atKill)
 	s.start()
+	scraper.running(s.starts)
 
 	after, consolidated, launched := s.waitConsolidated(ctx, t, scaledDown, before, want, plan.CostPerHour, quiet, timeout)
+	scraper.scrapeNow(ctx, metricsURL)
 	ratio := after.cost / plan.CostPerHour
 	first, err := s.readDisruptionLog(1, scaledDown)
 	if err != nil {
@@ -131,25 +161,41 @@ func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, q
 	} else if len(idle) > 0 {
 		t.Errorf("replacements launched before the crash still exist with no pod: %v", idle)
 	}
+	watched := watch.result()
+	if len(watched.violations) > 0 {
+		t.Errorf("%d moment(s) a PodDisruptionBudget was short of more pods than it allows while evicted pods were out:\n%s",
+			len(watched.violations), strings.Join(watched.violations, "\n"))
+	}
+	if len(watched.unschedulable) > 0 {
+		t.Errorf("%d pod(s) the kube-scheduler found no room for during consolidation (Pending for lack of a planned node): %v",
+			len(watched.unschedulable), watched.unschedulable)
+	}
+	figures := scraper.figures()
 	total := first
 	total.add(second)
-	t.Logf("consolidated %s after the scale-down: %d → %d nodes, $%.3f → $%.3f/h; plan for %d pods from scratch %d nodes $%.3f/h (÷ %.3f); %d claims launched; commands: %d replace, %d delete (%d by the first process), %d abandoned; after the restart %d commands resumed, %d nodes released; %d claims provisioned for displaced pods",
+	t.Logf("consolidated %s after the scale-down: %d → %d nodes, $%.3f → $%.3f/h; plan for %d pods from scratch %d nodes $%.3f/h (÷ %.3f); %d claims launched; commands: %d replace, %d delete (%d by the first process), %d abandoned; after the restart %d commands resumed, %d nodes released; %d claims provisioned for displaced pods; %d evictions, %d PDB violations, %d pods found no room; reservations: %s",
 		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), before.cost, after.cost, want,
-		len(plan.NewNodeClaims), plan.CostPerHour, ratio, launched, total.replaces, total.deletes, first.replaces+first.deletes, total.abandoned, second.resumed, second.released, total.provisioned)
-	at := moment
+		len(plan.NewNodeClaims), plan.CostPerHour, ratio, launched, total.replaces, total.deletes, first.replaces+first.deletes, total.abandoned, second.resumed, second.released, total.provisioned,
+		watched.evicted, len(watched.violations), len(watched.unschedulable), figures)
+	at := string(moment)
 	if !seen {
 		at += " (not seen)"
 	}
-	return fmt.Sprintf("| %s | %s + %s | %s | %d tainted, %d disrupting, %d launching, %d deleting | %s | %d → %d | $%.3f | %.3f | %d / %d | %d / %d | %d | %d |",
+	if moment == killAtDrain && !midDrain {
+		at += " (drain over at the kill)"
+	}
+	return fmt.Sprintf("| %s | %s + %s | %s | %d tainted, %d disrupting, %d launching, %d deleting | %s | %d → %d | $%.3f | %.3f | %d / %d | %d / %d | %d | %d | %d | %d | %d | %g / %g (%s), %g / %g / %g, %g |",
 		strings.TrimPrefix(t.Name(), "TestCrashDuringConsolidation/"), at, extra.Round(10*time.Millisecond),
 		killedAfter.Round(100*time.Millisecond), len(atKill.tainted), len(atKill.disrupting), atKill.uninitialized, atKill.deleting,
-		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), after.cost, ratio, total.replaces, total.deletes, second.resumed, second.released, launched, total.provisioned)
+		consolidated.Round(100*time.Millisecond), len(before.claims), len(after.claims), after.cost, ratio, total.replaces, total.deletes, second.resumed, second.released, launched, total.provisioned,
+		watched.evicted, len(watched.violations), len(watched.unschedulable),
+		figures.planned, figures.unforeseen, figures.launchRatio(), figures.reserved, figures.taken, figures.unused, figures.repeated)
 }
 
 // waitKillMoment waits (up to timeout) until the first manager shows the moment in the apiserver; it
 // reports whether it saw it (a trial whose consolidation never launches a replacement is killed at
 // the timeout instead).
-func (s *stack) waitKillMoment(ctx context.Context, t *testing.T, moment killMoment, since time.Time, timeout time.Duration) (consolidationView, bool) {
+func (s *stack) waitKillMoment(ctx context.Context, t *testing.T, watch *podWatch, moment killMoment, since time.Time, timeout time.Duration) (consolidationView, bool) {
 	deadline := time.Now().Add(timeout)
 	for {
 		v, err := s.viewConsolidation(ctx)
@@ -162,7 +208,7 @@ func (s *stack) waitKillMoment(ctx context.Context, t *testing.T, moment killMom
 					return v, true
 				}
 			case killAtDrain:
-				if v.deleting > 0 {
+				if v.deleting > 0 && watch.draining() {
 					return v, true
 				}
 			case killAtReplacement:

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// evictionWatch counts, through a watch on the pods (KWOK deletes an evicted pod at once, so a poll
+// would miss it), the pods the Eviction API evicted after since, and among them those created after
+// since: the scale-down only removes pods, so a pod created after it is the re-creation of a moved
+// pod, and evicting it is evicting the same workload replica a second time.
+type evictionWatch struct {
+	since time.Time
+	mu    sync.Mutex
+	seen  map[string]bool
+	// evicted counts evictions; again, evictions of pods re-created during the consolidation.
+	evicted, again int
+}
+
+func watchEvictions(ctx context.Context, cfg *rest.Config, since time.Time) *evictionWatch {
+	w := &evictionWatch{since: since, seen: map[string]bool{}}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "default", nil)
+	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    w.observe,
+			UpdateFunc: func(_, obj any) { w.observe(obj) },
+			DeleteFunc: func(obj any) {
+				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+					obj = d.Obj
+				}
+				w.observe(obj)
+			},
+		}})
+	go informer.Run(ctx.Done())
+	return w
+}
+
+func (w *evictionWatch) observe(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || !podEvicted(p) {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[string(p.UID)] {
+		return
+	}
+	w.seen[string(p.UID)] = true
+	w.evicted++
+	if p.CreationTimestamp.After(w.since) {
+		w.again++
+	}
+}
+
+func (w *evictionWatch) counts() (evicted, again int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.evicted, w.again
+}
+
+// podEvicted reports whether the Eviction API evicted the pod (DisruptionTarget EvictionByEvictionAPI).
+func podEvicted(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue && c.Reason == "EvictionByEvictionAPI" {
+			return true
+		}
+	}
+	return false
+}
+
+// metricsFlags serve the manager's metrics over plain HTTP on a free loopback port.
+func metricsFlags() ([]string, string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=false"}, "http://" + addr + "/metrics", nil
+}
+
+// scrapeSums reads the manager's metrics and sums each named series over its labels.
+func scrapeSums(ctx context.Context, url string, names ...string) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, name := range names {
+		if f := families[name]; f != nil {
+			for _, m := range f.Metric {
+				out[name] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out, nil
+}

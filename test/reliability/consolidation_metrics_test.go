@@ -1,0 +1,155 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// reservationSeries are the joist_disruption_* counters a consolidation trial reads from the
+// manager (controllers/nomination/reservation_metrics.go), summed over its processes.
+var reservationSeries = []string{
+	"joist_disruption_planned_replacements_total",
+	"joist_disruption_unforeseen_launches_total",
+	"joist_disruption_reserved_pods_total",
+	"joist_disruption_reservations_taken_total",
+	"joist_disruption_reservations_unused_total",
+	"joist_disruption_repeated_evictions_total",
+}
+
+// freeMetricsArgs are manager flags serving plain-HTTP metrics on a free loopback port.
+func freeMetricsArgs() ([]string, string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=false"}, "http://" + addr + "/metrics", nil
+}
+
+// metricsScraper scrapes the running manager every interval and keeps, per process start, the last
+// values it read: a SIGKILLed process's counters are what it showed last.
+type metricsScraper struct {
+	mu   sync.Mutex
+	last map[int]map[string]float64
+	// process is the start number of the manager running now (0: none), set by the trial.
+	process int
+}
+
+func scrapeMetrics(ctx context.Context, url string, every time.Duration) *metricsScraper {
+	m := &metricsScraper{last: map[int]map[string]float64{}}
+	go func() {
+		for ctx.Err() == nil {
+			m.mu.Lock()
+			process := m.process
+			m.mu.Unlock()
+			if process > 0 {
+				if vals, err := scrapeCounters(ctx, url); err == nil {
+					m.mu.Lock()
+					if m.process == process {
+						m.last[process] = vals
+					}
+					m.mu.Unlock()
+				}
+			}
+			time.Sleep(every)
+		}
+	}()
+	return m
+}
+
+// running tells the scraper which process start serves the port now (0: none).
+func (m *metricsScraper) running(process int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.process = process
+}
+
+// scrapeNow reads the running process once more (before a kill or at the end).
+func (m *metricsScraper) scrapeNow(ctx context.Context, url string) {
+	vals, err := scrapeCounters(ctx, url)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil && m.process > 0 {
+		m.last[m.process] = vals
+	}
+}
+
+func scrapeCounters(ctx context.Context, url string) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, name := range reservationSeries {
+		if f := families[name]; f != nil {
+			for _, m := range f.Metric {
+				out[name] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out, nil
+}
+
+// reservationFigures are the reservation counters summed over the trial's processes.
+type reservationFigures struct {
+	planned, unforeseen, reserved, taken, unused, repeated float64
+	processes                                              int
+}
+
+func (m *metricsScraper) figures() reservationFigures {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var f reservationFigures
+	for _, vals := range m.last {
+		f.processes++
+		f.planned += vals["joist_disruption_planned_replacements_total"]
+		f.unforeseen += vals["joist_disruption_unforeseen_launches_total"]
+		f.reserved += vals["joist_disruption_reserved_pods_total"]
+		f.taken += vals["joist_disruption_reservations_taken_total"]
+		f.unused += vals["joist_disruption_reservations_unused_total"]
+		f.repeated += vals["joist_disruption_repeated_evictions_total"]
+	}
+	return f
+}
+
+// launchRatio is NodeClaims launched because of disruption ÷ planned replacements (1 is on plan).
+func (f reservationFigures) launchRatio() string {
+	if f.planned == 0 {
+		if f.unforeseen == 0 {
+			return "—"
+		}
+		return "∞"
+	}
+	return fmt.Sprintf("%.2f", (f.planned+f.unforeseen)/f.planned)
+}
+
+func (f reservationFigures) String() string {
+	return fmt.Sprintf("%g planned replacements, %g unforeseen launches (ratio %s), %g pods reserved, %g taken, %g unused, %g repeated evictions (%d processes scraped)",
+		f.planned, f.unforeseen, f.launchRatio(), f.reserved, f.taken, f.unused, f.repeated, f.processes)
+}
