@@ -165,9 +165,10 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 	}
 }
 
-// A provisioning batch of two nodes is released together: while one node is not Ready the other
-// keeps its unregistered taint and its pod gets no nomination; once both are Ready, every planned
-// pod is nominated to its node and both taints are lifted.
+// A provisioning batch of two nodes is released together: once node-a is Ready its planned pod is
+// nominated to it at once (the writes overlap the slower node's boot), but it keeps its unregistered
+// taint while node-b is not Ready; once both are Ready, every planned pod is nominated to its node
+// and both taints are lifted.
 func TestReleaseLiftsTaintsInBulkWhenNodesTurnReady(t *testing.T) {
 	h := start(t, DefaultOptions())
 	h.claimWithNode(t, "node-a", "batch-1", false)
@@ -176,14 +177,18 @@ func TestReleaseLiftsTaintsInBulkWhenNodesTurnReady(t *testing.T) {
 	h.ctrl.Plan("node-a", []*corev1.Pod{podA})
 	h.ctrl.Plan("node-b", []*corev1.Pod{podB})
 
-	// node-a is Ready but its batch is not: nothing moves.
+	// node-a is Ready but its batch is not: pod-a is nominated, node-a stays tainted.
 	h.setReady(t, "node-a", true)
+	eventually(t, "pod-a nominated as node-a turned Ready", 20*time.Second, func() (bool, string) {
+		h.get(t, podA)
+		return podA.Status.NominatedNodeName == "node-a", podA.Status.NominatedNodeName
+	})
 	time.Sleep(time.Second)
 	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
 	h.get(t, nodeA)
-	h.get(t, podA)
-	if !tainted(nodeA) || podA.Status.NominatedNodeName != "" {
-		t.Fatalf("node-a released before the rest of its batch: taints %v, pod-a nominated to %q", nodeA.Spec.Taints, podA.Status.NominatedNodeName)
+	h.get(t, podB)
+	if !tainted(nodeA) || podB.Status.NominatedNodeName != "" {
+		t.Fatalf("node-a released before the rest of its batch: taints %v, pod-b nominated to %q", nodeA.Spec.Taints, podB.Status.NominatedNodeName)
 	}
 
 	h.setReady(t, "node-b", true)
@@ -262,5 +267,37 @@ func TestRejectionLeadsToReplan(t *testing.T) {
 	h.get(t, pod)
 	if pod.Status.NominatedNodeName != "" {
 		t.Errorf("the second rejection was renominated again (%q); a pod is renominated once", pod.Status.NominatedNodeName)
+	}
+}
+
+// A pod the scheduler binds to another released node than its planned one (off-plan) leaves its
+// slot free; a pending pod of the same workload planned for the node it took is moved into that
+// slot at once — store and status.nominatedNodeName — instead of being turned away and re-planned
+// (which could buy a node while the plan's room exists).
+func TestOffPlanBindingSwapsAPodOfTheSameWorkloadIntoTheVacatedSlot(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptr.To(true)}
+	x, y := h.pendingPod(t, "x", owner), h.pendingPod(t, "y", owner)
+	h.ctrl.Plan("node-b", []*corev1.Pod{x})
+	h.ctrl.Plan("node-a", []*corev1.Pod{y})
+	h.setReady(t, "node-a", true)
+	h.setReady(t, "node-b", true)
+	eventually(t, "batch released", 20*time.Second, func() (bool, string) {
+		return h.store.IsReleased("node-a") && h.store.IsReleased("node-b"), ""
+	})
+	// The scheduler binds x to node-a, y's planned node.
+	if err := h.direct.SubResource("binding").Create(context.Background(), x,
+		&corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "y moved to x's planned node", 20*time.Second, func() (bool, string) {
+		h.get(t, y)
+		claim, _ := h.store.ClaimOf(y.UID)
+		return claim == "node-b" && y.Status.NominatedNodeName == "node-b", fmt.Sprintf("claim %q, nominated %q", claim, y.Status.NominatedNodeName)
+	})
+	if n := h.replans.Load(); n != 0 {
+		t.Errorf("%d re-plans; the swap needs none", n)
 	}
 }

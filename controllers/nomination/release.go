@@ -149,7 +149,8 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		}
 	}
 	c.seen.done(key)
-	for claim := range ready {
+	for claim, node := range ready {
+		c.released.add(claim, node.Name)
 		c.store.MarkReleased(claim, c.clock.Now())
 	}
 	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "nominationsWritten", written)
