@@ -101,19 +101,18 @@ func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []recon
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// Release makes the registered nodes of one provisioning batch schedulable together. As each node of
-// the batch turns Ready (and free of the node lifecycle controller's not-ready taint), the pods
-// planned for it get status.nominatedNodeName = that node, all of them at once; once every node of
-// the batch is Ready and the informer cache shows every nomination in place, the
-// karpenter.sh/unregistered taints are lifted, all together. The kube-scheduler tries a pod's
-// nominated node first and holds room there for it, so pods land where the solver put them rather
-// than on whichever node turned schedulable first. (The scheduler clears a nomination each time it
-// tries a pod and finds no node, so one can be lost while the nodes are still tainted; the check
-// before the release writes any lost nomination again.) A batch whose slowest node is not ready
-// within BatchReleaseTimeout is released without it. Nothing here polls: node and claim updates,
-// and the pod updates that show the last nominations written, requeue the batch; a deadline
-// (nominationsSeenTimeout) releases it if the cache never shows them. The loop's workqueue serializes
-// a batch: one worker releases it.
+// Release makes the registered nodes of one provisioning batch schedulable together: once every node
+// of the batch is Ready and free of the node lifecycle controller's not-ready taint, the pods planned
+// for each get status.nominatedNodeName = that node, all of them at once; once the informer cache
+// shows every nomination in place, the karpenter.sh/unregistered taints are lifted, all together.
+// The kube-scheduler tries a pod's nominated node first and holds room there for it, so pods land
+// where the solver put them rather than on whichever node turned schedulable first. (Nominating any
+// earlier does not stick: the scheduler clears the field each time it tries a pod and finds no
+// node, and a new node makes it try them all again.) A batch whose slowest node is not ready within
+// BatchReleaseTimeout is released without it. Nothing here polls: node and claim updates, and the
+// pod update that shows the last nomination written, requeue the batch; a deadline
+// (nominationsSeenTimeout) releases it if the cache never shows them. The loop's workqueue
+// serializes a batch: one worker releases it.
 func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.String()
 	claims, err := c.batchClaims(ctx, req)
@@ -125,17 +124,17 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		c.seen.done(key)
 		return reconcile.Result{}, err
 	}
-	written, err := c.nominate(ctx, ready)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if written > 0 {
-		log.FromContext(ctx).V(1).Info("nominated pods to ready nodes", "nodes", len(ready), "waiting", waiting, "nominationsWritten", written)
-	}
 	if waiting > 0 {
 		if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); left > 0 {
 			return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
 		}
+	}
+	// Each pass writes every nomination the cache does not show on its node (in bulk, up to
+	// nominationParallelism patches in flight), so one the scheduler cleared meanwhile is written again
+	// before the release.
+	written, err := c.nominate(ctx, ready)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
 	// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it has
 	// yet to see some nominations lets it place pods into room held for others, which strands a
