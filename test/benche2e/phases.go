@@ -65,7 +65,7 @@ func medianPhases(ps []phases) phases {
 	return phasesFrom(out)
 }
 
-// phasesOf reads the milestones the timeline recorded.
+// phases reads the milestones the timeline recorded.
 func (t *timeline) phases() phases {
 	t.mu.Lock()
 	defer t.mu.Unlock()
