@@ -61,6 +61,8 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[types.UID]
 	// seen tracks, per batch, when its nominations were first written and not yet shown by the cache.
 	seen *seenWait
+	// released maps the released claims to their nodes, to tell an off-plan binding.
+	released *releasedNodes
 }
 
 // New returns the controller. replan starts a provisioning batch; it is called when a rejected
@@ -70,7 +72,7 @@ func New(kube client.Client, c ctrlcache.Cache, store *state.Nominations, replan
 		kube: kube, cache: c, store: store, clock: clk, opts: opts, replan: replan,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "nomination.pods", Clock: clk}),
-		seen: newSeenWait(),
+		seen: newSeenWait(), released: newReleasedNodes(),
 	}
 }
 

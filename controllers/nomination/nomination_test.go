@@ -264,3 +264,35 @@ func TestRejectionLeadsToReplan(t *testing.T) {
 		t.Errorf("the second rejection was renominated again (%q); a pod is renominated once", pod.Status.NominatedNodeName)
 	}
 }
+
+// A pod the scheduler binds to another released node than its planned one (off-plan) leaves its
+// slot free; a pending pod of the same workload planned for the node it took is moved into that
+// slot at once — store and status.nominatedNodeName — instead of being turned away and re-planned
+// (which could buy a node while the plan's room exists).
+func TestOffPlanBindingSwapsAPodOfTheSameWorkloadIntoTheVacatedSlot(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptr.To(true)}
+	x, y := h.pendingPod(t, "x", owner), h.pendingPod(t, "y", owner)
+	h.ctrl.Plan("node-b", []*corev1.Pod{x})
+	h.ctrl.Plan("node-a", []*corev1.Pod{y})
+	h.setReady(t, "node-a", true)
+	h.setReady(t, "node-b", true)
+	eventually(t, "batch released", 20*time.Second, func() (bool, string) {
+		return h.store.IsReleased("node-a") && h.store.IsReleased("node-b"), ""
+	})
+	// The scheduler binds x to node-a, y's planned node.
+	if err := h.direct.SubResource("binding").Create(context.Background(), x,
+		&corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "y moved to x's planned node", 20*time.Second, func() (bool, string) {
+		h.get(t, y)
+		claim, _ := h.store.ClaimOf(y.UID)
+		return claim == "node-b" && y.Status.NominatedNodeName == "node-b", fmt.Sprintf("claim %q, nominated %q", claim, y.Status.NominatedNodeName)
+	})
+	if n := h.replans.Load(); n != 0 {
+		t.Errorf("%d re-plans; the swap needs none", n)
+	}
+}

@@ -91,6 +91,7 @@ func (c *Controller) watch(ctx context.Context) error {
 			}
 			if nc, ok := obj.(*v1.NodeClaim); ok {
 				c.store.ForgetClaim(nc.Name)
+				c.released.forget(nc.Name)
 			}
 		},
 	}); err != nil {
@@ -107,6 +108,7 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 	}
 	switch {
 	case pod.Spec.NodeName != "":
+		c.swapOffPlan(ctx, pod)
 		c.store.Bound(pod.UID, c.clock.Now())
 	case !pod.DeletionTimestamp.IsZero():
 		c.store.ForgetPod(pod.UID)

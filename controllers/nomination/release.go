@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,8 +34,6 @@ import (
 const (
 	// conflictRetry is how soon a release whose taint patch lost a race is retried.
 	conflictRetry = 100 * time.Millisecond
-	// seenPoll is how soon a release looks again whether the cache shows the nominations it wrote.
-	seenPoll = 20 * time.Millisecond
 	// nominationsSeenTimeout bounds the wait for the cache to show the nominations written.
 	nominationsSeenTimeout = 2 * time.Second
 	// nominationParallelism bounds the nomination patches in flight.
@@ -53,6 +52,7 @@ func (c *Controller) Register(mgr ctrl.Manager) error {
 			return []reconcile.Request{releaseKey(o.(*v1.NodeClaim))}
 		})).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.releaseKeyOfNode)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.releaseKeyOfPod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReleases}).
 		Complete(reconcile.Func(c.Release))
 	if err != nil {
@@ -86,23 +86,42 @@ func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []re
 	return out
 }
 
-// Release makes the registered nodes of one provisioning batch schedulable together: once every
-// node of the batch is Ready and free of the node lifecycle controller's not-ready taint, the pods
-// planned for each get status.nominatedNodeName = that node, and only then are the
-// karpenter.sh/unregistered taints lifted, all together. The kube-scheduler tries a pod's nominated
-// node first and holds room there for it, so pods land where the solver put them rather than on
-// whichever node turned schedulable first. (Nominating any earlier does not stick: the scheduler
-// clears the field each time it finds no node for a pod.) A batch whose slowest node is not ready
-// within BatchReleaseTimeout is released without it. The loop's workqueue serializes a batch: one
-// worker releases it.
+// releaseKeyOfPod maps a pod update that shows the last nomination a release waits for to that
+// release; every other pod event maps to nothing.
+func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []reconcile.Request {
+	pod := o.(*corev1.Pod)
+	if pod.Spec.NodeName == "" && c.store.WrittenSince(pod.UID, pod.ResourceVersion) {
+		return nil // a copy older than our write
+	}
+	key, last := c.seen.resolve(pod.UID)
+	if !last {
+		return nil
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+// Release makes the registered nodes of one provisioning batch schedulable together: once every node
+// of the batch is Ready and free of the node lifecycle controller's not-ready taint, the pods planned
+// for each get status.nominatedNodeName = that node, all of them at once; once the informer cache
+// shows every nomination in place, the karpenter.sh/unregistered taints are lifted, all together.
+// The kube-scheduler tries a pod's nominated node first and holds room there for it, so pods land
+// where the solver put them rather than on whichever node turned schedulable first. (Nominating any
+// earlier does not stick: the scheduler clears the field each time it tries a pod and finds no
+// node, and a new node makes it try them all again.) A batch whose slowest node is not ready within
+// BatchReleaseTimeout is released without it. Nothing here polls: node and claim updates, and the
+// pod update that shows the last nomination written, requeue the batch; a deadline
+// (nominationsSeenTimeout) releases it if the cache never shows them. The loop's workqueue
+// serializes a batch: one worker releases it.
 func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	key := req.String()
 	claims, err := c.batchClaims(ctx, req)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	ready, waiting, oldest, err := c.releasable(ctx, claims)
 	if err != nil || len(ready) == 0 {
-		c.seen.done(req.String())
+		c.seen.done(key)
 		return reconcile.Result{}, err
 	}
 	if waiting > 0 {
@@ -110,7 +129,9 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 			return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
 		}
 	}
-	start := c.clock.Now()
+	// Each pass writes every nomination the cache does not show on its node (in bulk, up to
+	// nominationParallelism patches in flight), so one the scheduler cleared meanwhile is written again
+	// before the release.
 	written, err := c.nominate(ctx, ready)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -118,12 +139,17 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 	// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it has
 	// yet to see some nominations lets it place pods into room held for others, which strands a
 	// planned pod. Our cache, fed by the same apiserver, is the nearest proof we have that the
-	// nominations are out; without it after nominationsSeenTimeout, release anyway.
-	if !c.nominationsSeen(ctx, ready) && c.seen.sinceStart(req.String(), start) < nominationsSeenTimeout {
-		return reconcile.Result{RequeueAfter: seenPoll}, nil
+	// nominations are out; the pod updates that show the last of them requeue the batch. Without
+	// them after nominationsSeenTimeout, release anyway.
+	if unseen := c.unseenNominations(ctx, ready); len(unseen) > 0 {
+		waited := c.seen.sinceStart(key, c.clock.Now())
+		if waited < nominationsSeenTimeout && c.seen.await(key, unseen, func(uid types.UID) bool { return c.nominationSeen(ctx, uid) }) {
+			return reconcile.Result{RequeueAfter: nominationsSeenTimeout - waited}, nil
+		}
 	}
-	c.seen.done(req.String())
-	for claim := range ready {
+	c.seen.done(key)
+	for claim, node := range ready {
+		c.released.add(claim, node.Name)
 		c.store.MarkReleased(claim, c.clock.Now())
 	}
 	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "nominationsWritten", written)
@@ -239,16 +265,25 @@ func (c *Controller) writeNomination(ctx context.Context, uid types.UID, node, r
 	return pod.ResourceVersion, nil
 }
 
-// nominationsSeen reports whether the informer cache shows every nomination just written.
-func (c *Controller) nominationsSeen(ctx context.Context, nodes map[string]*corev1.Node) bool {
+// unseenNominations returns the still-pending pods planned for the nodes whose nomination the
+// informer cache does not show yet (our write is newer than its copy).
+func (c *Controller) unseenNominations(ctx context.Context, nodes map[string]*corev1.Node) []types.UID {
+	var out []types.UID
 	for claim := range nodes {
 		for _, uid := range c.store.PodsOf(claim) {
-			if pod, err := c.podByUID(ctx, uid); err == nil && pod != nil && c.store.WrittenSince(uid, pod.ResourceVersion) {
-				return false
+			if !c.nominationSeen(ctx, uid) {
+				out = append(out, uid)
 			}
 		}
 	}
-	return true
+	return out
+}
+
+// nominationSeen reports whether the cache's copy of the pod is at least as new as our nomination
+// write (or the pod is bound or gone).
+func (c *Controller) nominationSeen(ctx context.Context, uid types.UID) bool {
+	pod, err := c.podByUID(ctx, uid)
+	return err != nil || pod == nil || pod.Spec.NodeName != "" || !c.store.WrittenSince(uid, pod.ResourceVersion)
 }
 
 // liftUnregisteredTaint removes the karpenter.sh/unregistered taint with a JSON patch that first
@@ -295,15 +330,20 @@ func hasTaint(node *corev1.Node, key string) bool {
 }
 
 // seenWait remembers, per release key, since when the release has been waiting for the cache to
-// show its nominations.
+// show its nominations, and which pods' nominations it waits for: the pod informer's events resolve
+// them (seenPod), and the one that resolves the last requeues the release.
 type seenWait struct {
-	mu    sync.Mutex
-	since map[string]time.Time
+	mu      sync.Mutex
+	since   map[string]time.Time
+	waiting map[types.UID]string
+	left    map[string]int
 }
 
-func newSeenWait() *seenWait { return &seenWait{since: map[string]time.Time{}} }
+func newSeenWait() *seenWait {
+	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}}
+}
 
-// since returns how long the key has been waiting, starting the wait at now if it was not.
+// sinceStart returns how long the key has been waiting, starting the wait at now if it was not.
 func (s *seenWait) sinceStart(key string, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -314,8 +354,57 @@ func (s *seenWait) sinceStart(key string, now time.Time) time.Duration {
 	return 0
 }
 
+// await makes key wait for the pods' nominations to show. It checks each pod once more after
+// registering it (an event that came between the caller's look and the registration would
+// otherwise be missed) and reports whether any is still awaited.
+func (s *seenWait) await(key string, pods []types.UID, seen func(types.UID) bool) bool {
+	s.mu.Lock()
+	for _, uid := range pods {
+		if _, ok := s.waiting[uid]; !ok {
+			s.waiting[uid] = key
+			s.left[key]++
+		}
+	}
+	s.mu.Unlock()
+	for _, uid := range pods {
+		if seen(uid) {
+			s.resolve(uid)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.left[key] > 0
+}
+
+// resolve records that the pod's nomination shows; it returns the release key to requeue when the
+// pod was the last one that key waited for.
+func (s *seenWait) resolve(uid types.UID) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key, ok := s.waiting[uid]
+	if !ok {
+		return "", false
+	}
+	delete(s.waiting, uid)
+	s.left[key]--
+	if s.left[key] > 0 {
+		return "", false
+	}
+	delete(s.left, key)
+	return key, true
+}
+
 func (s *seenWait) done(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.since, key)
+	if s.left[key] == 0 {
+		return
+	}
+	for uid, k := range s.waiting {
+		if k == key {
+			delete(s.waiting, uid)
+		}
+	}
+	delete(s.left, key)
 }

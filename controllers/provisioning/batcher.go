@@ -16,12 +16,16 @@ type workload struct {
 }
 
 // batcher collects pod arrivals into batches. Without a completeness check, a batch closes when no
-// new pod has arrived for the idle window. With one (closeWhenComplete), a batch closes once no pod
-// has arrived for the settle window and every workload whose pods are in the batch has created all
-// the pods it wants: arrivals have stopped, so there is nothing to wait for. A batch holding pods of
-// no known workload (bare pods, custom controllers) also waits out the idle window. The
-// max window since the first arrival bounds every batch. Only pods not seen before count as
-// arrivals, so the scheduler's status updates on pods already seen don't hold a batch open.
+// new pod has arrived for the idle window. With one (closeWhenComplete), a batch closes as soon as
+// the kube-scheduler has seen every pod of the batch (marked it PodScheduled=False/Unschedulable, or
+// bound it), no pod has arrived for the settle window, and every workload whose pods are in the
+// batch has created all the pods it wants: arrivals have stopped and the scheduler has found no room
+// for any of them, so there is nothing to wait for. A pod the scheduler has not tried yet holds the
+// batch (it may yet fit on an existing node) up to the idle window after the last arrival. A batch
+// holding pods of no known workload (bare pods, custom controllers) also waits out the idle window.
+// The max window since the first arrival bounds every batch: Karpenter's idle and max durations
+// stay the upper bounds. Only pods not seen before count as arrivals, so the scheduler's status
+// updates on pods already seen don't hold a batch open.
 type batcher struct {
 	clock  clock.WithTicker
 	idle   time.Duration
@@ -36,7 +40,9 @@ type batcher struct {
 	last      time.Time
 	workloads map[types.UID]workload
 	unowned   bool
-	kick      chan struct{}
+	// untried holds the batch's pods the kube-scheduler has not marked unschedulable yet.
+	untried map[types.UID]struct{}
+	kick    chan struct{}
 	// opened and closedBy describe the batch Wait last closed.
 	opened   time.Time
 	closedBy string
@@ -47,7 +53,7 @@ const completePoll = 50 * time.Millisecond
 
 func newBatcher(c clock.WithTicker, idle, max time.Duration) *batcher {
 	return &batcher{clock: c, idle: idle, max: max, seen: map[types.UID]struct{}{},
-		workloads: map[types.UID]workload{}, kick: make(chan struct{}, 1)}
+		workloads: map[types.UID]workload{}, untried: map[types.UID]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
 // closeWhenComplete makes batches close once no pod arrived for settle and complete reports that
@@ -63,15 +69,23 @@ func (b *batcher) LastBatch() (opened time.Time, closedBy string) {
 	return b.opened, b.closedBy
 }
 
-// Arrive records a provisionable pod created by w (nil: no workload the batcher can check). It
-// reports whether the pod is new to the batcher.
-func (b *batcher) Arrive(uid types.UID, w *workload) bool {
+// Arrive records a provisionable pod created by w (nil: no workload the batcher can check), and
+// whether the kube-scheduler has marked it unschedulable (tried). It reports whether the pod is new
+// to the batcher; a pod seen before is no arrival, but its being tried counts.
+func (b *batcher) Arrive(uid types.UID, w *workload, tried bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.seen[uid]; ok {
+		if _, waiting := b.untried[uid]; waiting && tried {
+			delete(b.untried, uid)
+			b.kickLocked() // that may have been the last one the batch waited for
+		}
 		return false
 	}
 	b.seen[uid] = struct{}{}
+	if !tried {
+		b.untried[uid] = struct{}{}
+	}
 	if w != nil {
 		b.workloads[w.UID] = *w
 	} else {
@@ -95,17 +109,26 @@ func (b *batcher) touchLocked() {
 		b.first = now
 	}
 	b.last = now
+	b.kickLocked()
+}
+
+func (b *batcher) kickLocked() {
 	select {
 	case b.kick <- struct{}{}:
 	default:
 	}
 }
 
-// Forget drops pods that are no longer pending so their UIDs don't accumulate.
+// Forget drops pods that are no longer pending (bound, deleted) so their UIDs don't accumulate; a
+// batch does not wait for the scheduler to try them.
 func (b *batcher) Forget(uid types.UID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.seen, uid)
+	if _, waiting := b.untried[uid]; waiting {
+		delete(b.untried, uid)
+		b.kickLocked()
+	}
 }
 
 // Wait blocks until a batch closes; it returns false when ctx ends.
@@ -120,10 +143,14 @@ func (b *batcher) Wait(ctx context.Context) bool {
 		if closedBy != "" {
 			return true
 		}
+		timer := b.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return false
-		case <-b.clock.After(wait):
+		case <-timer.C():
+		case <-b.kick: // an arrival, or a pod tried: look again now
+			timer.Stop()
 		}
 	}
 }
@@ -148,6 +175,12 @@ func (b *batcher) check() (closedBy string, wait time.Duration) {
 	if settleLeft := b.last.Add(b.settle).Sub(now); settleLeft > 0 {
 		return "", min(settleLeft, maxLeft)
 	}
+	if len(b.untried) > 0 {
+		if idleLeft <= 0 {
+			return b.closeLocked("idle"), 0 // the scheduler is slow to try them: idle bounds the wait
+		}
+		return "", min(idleLeft, maxLeft) // a pod tried kicks Wait sooner
+	}
 	workloads := make([]workload, 0, len(b.workloads))
 	for _, w := range b.workloads {
 		workloads = append(workloads, w)
@@ -163,7 +196,7 @@ func (b *batcher) check() (closedBy string, wait time.Duration) {
 	case !complete:
 		return "", min(completePoll, maxLeft) // pods are on their way: hold until they are here
 	case !b.unowned:
-		return b.closeLocked("workloads complete"), 0
+		return b.closeLocked("scheduler tried all, workloads complete"), 0
 	case idleLeft <= 0:
 		return b.closeLocked("idle"), 0
 	}
@@ -174,6 +207,7 @@ func (b *batcher) closeLocked(by string) string {
 	b.opened, b.closedBy = b.first, by
 	b.first, b.last = time.Time{}, time.Time{}
 	b.workloads, b.unowned = map[types.UID]workload{}, false
+	b.untried = map[types.UID]struct{}{}
 	// Drain a kick that arrived while we waited: it belongs to the batch we are closing.
 	select {
 	case <-b.kick:

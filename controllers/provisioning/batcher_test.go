@@ -53,7 +53,7 @@ func stepUntilClosed(t *testing.T, clk *clocktesting.FakeClock, done <-chan bool
 func TestBatcherClosesWhenArrivalsStop(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 10*time.Second)
-	b.Arrive("a", nil)
+	b.Arrive("a", nil, true)
 	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, nil)
 	if took < time.Second || took > 1200*time.Millisecond {
 		t.Errorf("batch closed after %s, want the 1s idle window", took)
@@ -63,11 +63,11 @@ func TestBatcherClosesWhenArrivalsStop(t *testing.T) {
 func TestBatcherMaxWindowBoundsABusyBatch(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 3*time.Second)
-	b.Arrive("first", nil)
+	b.Arrive("first", nil, true)
 	n := 0
 	took := stepUntilClosed(t, clk, waitAsync(b), 200*time.Millisecond, func() {
 		n++
-		b.Arrive(types.UID(fmt.Sprintf("pod-%d", n)), nil)
+		b.Arrive(types.UID(fmt.Sprintf("pod-%d", n)), nil, true)
 	})
 	if took < 3*time.Second || took > 3400*time.Millisecond {
 		t.Errorf("busy batch closed after %s, want the 3s max window", took)
@@ -77,11 +77,11 @@ func TestBatcherMaxWindowBoundsABusyBatch(t *testing.T) {
 func TestBatcherIgnoresPodsAlreadySeen(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	b := newBatcher(clk, time.Second, 10*time.Second)
-	if !b.Arrive("a", nil) {
+	if !b.Arrive("a", nil, true) {
 		t.Fatal("first arrival of a not new")
 	}
 	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, func() {
-		if b.Arrive("a", nil) {
+		if b.Arrive("a", nil, true) {
 			t.Error("a counted as a new arrival twice")
 		}
 	})
@@ -98,20 +98,20 @@ func TestBatcherClosesOnceItsWorkloadsAreComplete(t *testing.T) {
 	complete := false
 	var asked []workload
 	b.closeWhenComplete(200*time.Millisecond, func(ws []workload) bool { asked = ws; return complete })
-	b.Arrive("a", rs)
+	b.Arrive("a", rs, true)
 	n := 0
 	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
 		n++
 		if n == 4 { // after three steps (150ms) the ReplicaSet creates its last pod
-			b.Arrive("b", rs)
+			b.Arrive("b", rs, true)
 			complete = true
 		}
 	})
 	if took < 350*time.Millisecond || took > 400*time.Millisecond {
 		t.Errorf("batch closed after %s, want the 200ms settle after the last arrival at 150ms", took)
 	}
-	if _, by := b.LastBatch(); by != "workloads complete" {
-		t.Errorf("closed by %q, want workloads complete", by)
+	if _, by := b.LastBatch(); by != "scheduler tried all, workloads complete" {
+		t.Errorf("closed by %q, want scheduler tried all, workloads complete", by)
 	}
 	if len(asked) != 1 || asked[0] != *rs {
 		t.Errorf("asked about %v, want the batch's ReplicaSet", asked)
@@ -123,12 +123,12 @@ func TestBatcherHoldsABatchWhileItsWorkloadsCreatePods(t *testing.T) {
 	b := newBatcher(clk, time.Second, 3*time.Second)
 	complete := false
 	b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return complete })
-	b.Arrive("a", rs)
+	b.Arrive("a", rs, true)
 	n := 0
 	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, func() {
 		n++
 		if n == 20 { // 1.9s: far past the idle window, the ReplicaSet's last pods arrive
-			b.Arrive("b", rs)
+			b.Arrive("b", rs, true)
 			complete = true
 		}
 	})
@@ -152,9 +152,9 @@ func TestBatcherFallbackWindows(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 			b := newBatcher(clk, time.Second, 3*time.Second)
 			b.closeWhenComplete(200*time.Millisecond, func([]workload) bool { return tc.complete })
-			b.Arrive("a", rs)
+			b.Arrive("a", rs, true)
 			if tc.bare {
-				b.Arrive("bare", nil)
+				b.Arrive("bare", nil, true)
 			}
 			took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, nil)
 			if took < tc.wantMin || took > tc.wantMin+100*time.Millisecond {
@@ -165,4 +165,73 @@ func TestBatcherFallbackWindows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBatcherClosesWhenTheSchedulerHasTriedEveryPod: a complete batch closes the moment the
+// kube-scheduler has marked its last pod unschedulable, well inside the idle window; until then it
+// is held open (the pod may yet fit on an existing node), and if the scheduler never gets to it, the
+// idle window still closes the batch.
+func TestBatcherClosesWhenTheSchedulerHasTriedEveryPod(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		triedAt int // step at which the scheduler marks pod b; 0: never
+		want    time.Duration
+		wantBy  string
+	}{
+		{"closes when the last pod is tried", 6, 300 * time.Millisecond, "scheduler tried all, workloads complete"},
+		{"idle bounds the wait for the scheduler", 0, time.Second, "idle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+			b := newBatcher(clk, time.Second, 10*time.Second)
+			b.closeWhenComplete(100*time.Millisecond, func([]workload) bool { return true })
+			b.Arrive("a", rs, true)
+			b.Arrive("b", rs, false)
+			n := 0
+			took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
+				n++
+				if n == tc.triedAt {
+					if b.Arrive("b", rs, true) {
+						t.Error("b's being tried counted as a new arrival")
+					}
+					letWaitLook(b)
+				}
+			})
+			if took < tc.want || took > tc.want+50*time.Millisecond {
+				t.Errorf("batch closed after %s, want %s", took, tc.want)
+			}
+			if _, by := b.LastBatch(); by != tc.wantBy {
+				t.Errorf("closed by %q, want %q", by, tc.wantBy)
+			}
+		})
+	}
+}
+
+// TestBatcherDoesNotWaitForAPodBoundMeanwhile: a pod the scheduler bound (or that was deleted)
+// before it was marked unschedulable holds no batch.
+func TestBatcherDoesNotWaitForAPodBoundMeanwhile(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 10*time.Second)
+	b.closeWhenComplete(100*time.Millisecond, func([]workload) bool { return true })
+	b.Arrive("a", rs, true)
+	b.Arrive("b", rs, false)
+	n := 0
+	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
+		if n++; n == 4 {
+			b.Forget("b")
+			letWaitLook(b)
+		}
+	})
+	if took > 250*time.Millisecond {
+		t.Errorf("batch closed after %s, want right after b was bound at 150ms", took)
+	}
+}
+
+// letWaitLook lets the Wait goroutine take the kick and look again before the test steps the fake
+// clock on (the clock's waiters do not show that Wait has yet to react to a kick).
+func letWaitLook(b *batcher) {
+	for len(b.kick) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
 }

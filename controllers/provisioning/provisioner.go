@@ -196,7 +196,7 @@ func (p *Provisioner) watch(ctx context.Context) error {
 		if snapshot.Provisionable(pod) {
 			// A pod seen before (a rejected nominee, say) is not a new arrival; the nomination
 			// controller triggers a batch when it must be planned again.
-			p.batcher.Arrive(pod.UID, workloadOf(pod))
+			p.batcher.Arrive(pod.UID, workloadOf(pod), snapshot.MarkedUnschedulable(pod))
 			return
 		}
 		p.batcher.Forget(pod.UID)

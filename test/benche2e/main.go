@@ -68,6 +68,9 @@ func main() {
 		f := median(floors)
 		fmt.Printf("floor median of %d: all 1000 bound %.1fs, Running %.1fs; Joist's time to all Running is %.2f× the floor's\n",
 			len(floors), f.allBound.Seconds(), f.allRunning.Seconds(), m.allRunning.Seconds()/f.allRunning.Seconds())
+		fmt.Printf("median phases, floor: %s\n", f.phases)
+		fmt.Printf("median phases, Joist: %s\n", m.phases)
+		fmt.Printf("median of the per-pair ratios (run i ÷ floor i): %.2f×\n", pairRatio(results, floors))
 	}
 }
 
@@ -94,11 +97,13 @@ type result struct {
 	cost, planCost                   float64
 	peakRSSMiB, cpuSeconds           float64
 	timeline                         string
+	phases                           phases
 }
 
 func (r result) String() string {
 	return fmt.Sprintf("first NodeClaim %.1fs, all 1000 bound %.1fs, Running %.1fs, %d nodes $%.3f/h (solver plan: %d nodes $%.3f/h), manager peak RSS %.0f MiB, %.1f CPU-s",
-		r.firstClaim.Seconds(), r.allBound.Seconds(), r.allRunning.Seconds(), r.nodes, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds) + timelineSuffix(r.timeline)
+		r.firstClaim.Seconds(), r.allBound.Seconds(), r.allRunning.Seconds(), r.nodes, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds) +
+		timelineSuffix("phases: "+r.phases.String()) + timelineSuffix(r.timeline)
 }
 
 func timelineSuffix(t string) string {
@@ -110,6 +115,10 @@ func timelineSuffix(t string) string {
 
 // median takes each measurement's median independently.
 func median(rs []result) result {
+	ps := make([]phases, len(rs))
+	for i, r := range rs {
+		ps[i] = r.phases
+	}
 	pick := func(get func(result) float64) float64 {
 		v := make([]float64, len(rs))
 		for i, r := range rs {
@@ -128,5 +137,19 @@ func median(rs []result) result {
 		planCost:   rs[0].planCost,
 		peakRSSMiB: pick(func(r result) float64 { return r.peakRSSMiB }),
 		cpuSeconds: pick(func(r result) float64 { return r.cpuSeconds }),
+		phases:     medianPhases(ps),
 	}
+}
+
+// pairRatio is the median over the alternating pairs of Joist's time to all Running divided by its
+// neighbouring floor run's: load on the machine drifts, and a pair sees the same load.
+func pairRatio(results, floors []result) float64 {
+	var v []float64
+	for i := range results {
+		if i < len(floors) {
+			v = append(v, results[i].allRunning.Seconds()/floors[i].allRunning.Seconds())
+		}
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
 }

@@ -87,7 +87,7 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 	if err := tl.wait(ctx); err != nil {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
-	r.allBound, r.allRunning = tl.allBound, tl.allRunning
+	r.allBound, r.allRunning, r.phases = tl.allBound, tl.allRunning, tl.phases()
 	r.timeline = fmt.Sprintf("all pods created %.1fs, first bound %.1fs, %d marked Unschedulable on the way",
 		tl.allCreated.Seconds(), tl.firstBound.Seconds(), len(tl.unschedulable))
 	r.nodes, r.cost = r.planNodes, r.planCost

@@ -88,7 +88,10 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	if err := tl.wait(ctx); err != nil {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
-	r.allBound, r.allRunning, r.timeline = tl.allBound, tl.allRunning, tl.String()
+	r.allBound, r.allRunning, r.timeline, r.phases = tl.allBound, tl.allRunning, tl.String(), tl.phases()
+	if r.phases.batchClosed, r.phases.planned, err = batchTimes(mgr.LogPath(), tl.start); err != nil {
+		return r, fmt.Errorf("reading the batch's times from the manager log: %w", err)
+	}
 	if requestStats {
 		counts, err := requestCounts(ctx, e.Config)
 		if err != nil {

@@ -10,11 +10,16 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	v1 "github.com/joist-dev/joist/api/v1"
 )
 
 // timeline watches pods and nodes and records when each milestone of a run was first reached. It
@@ -24,13 +29,15 @@ type timeline struct {
 	start time.Time
 	want  int
 
-	mu                                         sync.Mutex
-	created, unschedulable, bound, running     map[types.UID]bool
-	allCreated, firstUnschedulable, firstBound time.Duration
-	allBound, allRunning, firstNodeReady       time.Duration
-	nodeSeen, nodeReady, nodeTaintFree         map[string]time.Duration
-	nodeNotReadyTaintGone                      map[string]time.Duration
-	done                                       chan struct{}
+	mu                                                sync.Mutex
+	created, unschedulable, nominated, bound, running map[types.UID]bool
+	allCreated, firstUnschedulable, lastUnschedulable time.Duration
+	firstBound, allBound, allRunning, firstNodeReady  time.Duration
+	firstNominated, lastNominated                     time.Duration
+	nodeSeen, nodeReady, nodeTaintFree, nodeReleased  map[string]time.Duration
+	nodeNotReadyTaintGone                             map[string]time.Duration
+	claimSeen                                         map[string]time.Duration
+	done                                              chan struct{}
 }
 
 func watchTimeline(ctx context.Context, cfg *rest.Config, want int) (*timeline, error) {
@@ -40,9 +47,10 @@ func watchTimeline(ctx context.Context, cfg *rest.Config, want int) (*timeline, 
 	if err != nil {
 		return nil, fmt.Errorf("creating clientset: %w", err)
 	}
-	t := &timeline{want: want, created: map[types.UID]bool{}, unschedulable: map[types.UID]bool{}, bound: map[types.UID]bool{},
-		running: map[types.UID]bool{}, done: make(chan struct{}),
-		nodeSeen: map[string]time.Duration{}, nodeReady: map[string]time.Duration{}, nodeTaintFree: map[string]time.Duration{}, nodeNotReadyTaintGone: map[string]time.Duration{}}
+	t := &timeline{want: want, created: map[types.UID]bool{}, unschedulable: map[types.UID]bool{}, nominated: map[types.UID]bool{},
+		bound: map[types.UID]bool{}, running: map[types.UID]bool{}, done: make(chan struct{}),
+		nodeSeen: map[string]time.Duration{}, nodeReady: map[string]time.Duration{}, nodeTaintFree: map[string]time.Duration{},
+		nodeReleased: map[string]time.Duration{}, nodeNotReadyTaintGone: map[string]time.Duration{}, claimSeen: map[string]time.Duration{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
 	onPod := func(obj interface{}) {
 		if pod, ok := obj.(*corev1.Pod); ok {
@@ -65,10 +73,27 @@ func watchTimeline(ctx context.Context, cfg *rest.Config, want int) (*timeline, 
 	}); err != nil {
 		return nil, err
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating metadata client: %w", err)
+	}
+	claims := metadatainformer.NewSharedInformerFactory(meta, 0)
+	onClaim := func(obj interface{}) {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			t.claim(m.Name)
+		}
+	}
+	if _, err := claims.ForResource(v1.GroupVersion.WithResource("nodeclaims")).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onClaim,
+	}); err != nil {
+		return nil, err
+	}
 	factory.Start(ctx.Done())
 	nodes.Start(ctx.Done())
+	claims.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	nodes.WaitForCacheSync(ctx.Done())
+	claims.WaitForCacheSync(ctx.Done())
 	return t, nil
 }
 
@@ -99,8 +124,15 @@ func (t *timeline) pod(pod *corev1.Pod) {
 	mark(t.created, nil, &t.allCreated)
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+			if !t.unschedulable[pod.UID] {
+				t.lastUnschedulable = t.since()
+			}
 			mark(t.unschedulable, &t.firstUnschedulable, nil)
 		}
+	}
+	if pod.Status.NominatedNodeName != "" && !t.nominated[pod.UID] {
+		mark(t.nominated, &t.firstNominated, nil)
+		t.lastNominated = t.since()
 	}
 	if pod.Spec.NodeName != "" {
 		mark(t.bound, &t.firstBound, &t.allBound)
@@ -136,6 +168,21 @@ func (t *timeline) node(node *corev1.Node) {
 	}
 	if _, ok := t.nodeTaintFree[node.Name]; !ok && len(node.Spec.Taints) == 0 {
 		t.nodeTaintFree[node.Name] = t.since()
+	}
+	unregistered := false
+	for _, taint := range node.Spec.Taints {
+		unregistered = unregistered || taint.Key == v1.UnregisteredTaintKey
+	}
+	if _, ok := t.nodeReleased[node.Name]; !ok && !unregistered {
+		t.nodeReleased[node.Name] = t.since()
+	}
+}
+
+func (t *timeline) claim(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.claimSeen[name]; !ok && !t.start.IsZero() {
+		t.claimSeen[name] = t.since()
 	}
 }
 
