@@ -60,7 +60,8 @@ k8s-assets: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manag
 
 .PHONY: test
 test: k8s-assets verify vet ## Run all tests against a real control plane (after checking generated files are committed).
-	$(GO) test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
+	$(GO) build -o bin/joist ./cmd/joist
+	JOIST_BINARY=$(CURDIR)/bin/joist $(GO) test ./... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 	$(GO) test -race ./controllers/... ./solver/... -timeout $(TEST_TIMEOUT) $(TESTFLAGS)
 	$(MAKE) test-upstream-hash
 

@@ -19,6 +19,7 @@ import (
 // schedule on the node the solver planned for them. Keys the catalog defines, restricted domains and
 // requirements that absence satisfies add no label; template labels win.
 func TestNodeClaimLabelsFromPoolOwnRequirements(t *testing.T) {
+	t.Parallel()
 	types := []*catalog.InstanceType{{
 		Name: "m.xlarge", Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
 		Labels:    map[string]string{v1.LabelArch: "amd64", "example.com/family": "m"},

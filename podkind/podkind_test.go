@@ -9,6 +9,7 @@ import (
 )
 
 func TestKinds(t *testing.T) {
+	t.Parallel()
 	owned := func(kind string, controller bool) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: "x", Controller: ptr.To(controller)}}}}
 	}

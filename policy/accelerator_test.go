@@ -12,6 +12,7 @@ import (
 // A pool that asks for an accelerator through a provider's well-known label is an accelerator pool,
 // even where the installed catalog lacks the label (KWOK's catalog, or none with GPUs at all).
 func TestAcceleratorIntent(t *testing.T) {
+	t.Parallel()
 	general := testCatalog()[:4] // no accelerator type at all
 	cases := []struct {
 		name    string

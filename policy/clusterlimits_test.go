@@ -9,6 +9,7 @@ import (
 )
 
 func TestClusterLimitHeadroom(t *testing.T) {
+	t.Parallel()
 	gs := []v1alpha1.Guardrail{
 		guardrail("loose", v1alpha1.GuardrailSpec{ClusterLimits: &v1alpha1.ClusterLimits{CPU: q("200"), Memory: q("1Ti"), Action: v1alpha1.ActionOff}}),
 		guardrail("tight", v1alpha1.GuardrailSpec{ClusterLimits: &v1alpha1.ClusterLimits{CPU: q("100"), Nodes: ptr(int64(3))}}),

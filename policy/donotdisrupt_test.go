@@ -22,6 +22,7 @@ func annotated(kind, value string) metav1.Object {
 }
 
 func TestValidateDoNotDisrupt(t *testing.T) {
+	t.Parallel()
 	restricted := Merge([]v1alpha1.Guardrail{guardrail("dnd", v1alpha1.GuardrailSpec{DoNotDisrupt: &v1alpha1.DoNotDisruptRules{
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch": "true"}},
 		MaxDuration:       &metav1.Duration{Duration: 4 * time.Hour},
@@ -85,6 +86,7 @@ func TestValidateDoNotDisrupt(t *testing.T) {
 }
 
 func TestDoNotDisruptUntil(t *testing.T) {
+	t.Parallel()
 	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		value              string

@@ -28,6 +28,7 @@ func describe(vs Violations) []string {
 }
 
 func TestEnforcementJudge(t *testing.T) {
+	t.Parallel()
 	noLimits := pool("a", limits())
 	cpu := func(n string) *v1.NodePool { return pool("a", limits("cpu", n)) }
 	cases := []struct {
@@ -80,6 +81,7 @@ func TestEnforcementJudge(t *testing.T) {
 }
 
 func TestEnforcementWouldDeny(t *testing.T) {
+	t.Parallel()
 	gs := []v1alpha1.Guardrail{
 		maxCPU("audit", v1alpha1.EnforcementAudit, "100"),
 		maxCPU("deny", v1alpha1.EnforcementDeny, "500"),
@@ -120,6 +122,7 @@ func TestEnforcementWouldDeny(t *testing.T) {
 // Guardrails in Warn or Audit change nothing that is enforced: their bindings do not confine pods
 // and their cluster ceilings do not apply.
 func TestMergeIgnoresUnenforcedGuardrails(t *testing.T) {
+	t.Parallel()
 	bind := guardrail("teams", v1alpha1.GuardrailSpec{
 		Enforcement:      v1alpha1.EnforcementAudit,
 		NodePoolBindings: []v1alpha1.NodePoolBinding{{NodePools: []string{"team-a"}}},

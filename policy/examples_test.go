@@ -65,6 +65,7 @@ func karpenterExamplePools() []*v1.NodePool {
 // TestKarpenterExamplePools: with a limit each pool is admitted (warnings allowed); as published,
 // without a limit, each is denied by the limits rule alone.
 func TestKarpenterExamplePools(t *testing.T) {
+	t.Parallel()
 	p := Merge(nil)
 	for _, np := range karpenterExamplePools() {
 		t.Run(np.Name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestValidateGuardrail(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		spec      v1alpha1.GuardrailSpec

@@ -12,6 +12,7 @@ import (
 )
 
 func TestValidateNodePool(t *testing.T) {
+	t.Parallel()
 	spot := func(np *v1.NodePool) {
 		anyCapacity(np)
 		req(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "spot")(np)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestPodOptedOut(t *testing.T) {
+	t.Parallel()
 	optedOut := func() *corev1.Pod {
 		p := podWith()
 		p.Labels = map[string]string{v1alpha1.OptOutLabelKey: v1alpha1.OptOutLabelValue}
@@ -42,6 +43,7 @@ func TestPodOptedOut(t *testing.T) {
 }
 
 func TestConfineToBoundNodePools(t *testing.T) {
+	t.Parallel()
 	p := Merge([]v1alpha1.Guardrail{guardrail("bind", v1alpha1.GuardrailSpec{NodePoolBindings: []v1alpha1.NodePoolBinding{{
 		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}, NodePools: []string{"team-a"}}}})})
 	pod := podWith()

@@ -67,6 +67,7 @@ func podPolicy(align bool) Policy {
 }
 
 func TestDefaultPod(t *testing.T) {
+	t.Parallel()
 	bound := nodePoolAffinity([]corev1.NodeSelectorRequirement{inPools("shared", "team-a")})
 	cases := []struct {
 		name     string
@@ -205,6 +206,7 @@ func TestDefaultPod(t *testing.T) {
 }
 
 func TestDefaultPodAnnotation(t *testing.T) {
+	t.Parallel()
 	pod := podWith(res(nil, nil))
 	DefaultPod(podPolicy(true), pod, teamLabels)
 	want := `containers[a].resources.limits.memory=256Mi (defaultLimits by Guardrail "defaults"); ` +
@@ -218,6 +220,7 @@ func TestDefaultPodAnnotation(t *testing.T) {
 }
 
 func TestValidatePodPlacement(t *testing.T) {
+	t.Parallel()
 	p := podPolicy(false)
 	cases := []struct {
 		name string

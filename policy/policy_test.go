@@ -11,6 +11,7 @@ import (
 )
 
 func TestMergeDefaults(t *testing.T) {
+	t.Parallel()
 	p := Merge(nil)
 	checks := []struct {
 		name string
@@ -46,6 +47,7 @@ func TestMergeDefaults(t *testing.T) {
 }
 
 func TestMergeStrictestWins(t *testing.T) {
+	t.Parallel()
 	a := guardrail("a", v1alpha1.GuardrailSpec{
 		NodePools: v1alpha1.NodePoolRules{
 			RequireLimits: &v1alpha1.RequireLimitsRule{Action: v1alpha1.ActionWarn, Resources: []corev1.ResourceName{"cpu"}},
@@ -109,6 +111,7 @@ func TestMergeStrictestWins(t *testing.T) {
 }
 
 func TestViolationsExceptPreexisting(t *testing.T) {
+	t.Parallel()
 	p := Merge(nil)
 	old := ValidateNodePool(p, pool("a", limits()), NodePoolContext{})
 	cur := ValidateNodePool(p, pool("a", limits(), label("team", "x")), NodePoolContext{})

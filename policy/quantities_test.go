@@ -15,6 +15,7 @@ import (
 // A quantity the apiserver stores as written, "1e9999999", costs over a second per exact comparison:
 // the rules must refuse it by name without comparing it, and leave it out of every other rule.
 func TestQuantitiesBeyondBounds(t *testing.T) {
+	t.Parallel()
 	huge := resource.MustParse("1e9999999")
 	start := time.Now()
 

@@ -10,6 +10,7 @@ import (
 )
 
 func TestOfferings(t *testing.T) {
+	t.Parallel()
 	cat := testCatalog()
 	known := requirements.Known(cat)
 	count := func(np *v1.NodePool) (types, offers int) {
@@ -48,6 +49,7 @@ func TestOfferings(t *testing.T) {
 // TestGPUPoolProbe is issue #9's probe at the policy layer: a pool requiring a GPU label admits only
 // the catalog's GPU type, not the CPU type that lacks the label.
 func TestGPUPoolProbe(t *testing.T) {
+	t.Parallel()
 	cat := testCatalog()
 	cat[4].Labels["joist.dev/instance-gpu-count"] = "1"
 	known := requirements.Known(cat)

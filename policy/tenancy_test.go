@@ -24,6 +24,7 @@ func daemonPod(namespace, node string) *corev1.Pod {
 }
 
 func TestValidatePodPlacementTenancy(t *testing.T) {
+	t.Parallel()
 	p := podPolicy(false) // binds team: a namespaces to [shared team-a]
 	other := map[string]string{"team": "b"}
 	inNamespace := func(ns string, edit func(*corev1.Pod)) *corev1.Pod {
@@ -83,6 +84,7 @@ func TestValidatePodPlacementTenancy(t *testing.T) {
 }
 
 func TestPinnedNode(t *testing.T) {
+	t.Parallel()
 	if got := PinnedNode(daemonPod("a", "node-7")); got != "node-7" {
 		t.Errorf("DaemonSet pod: %q, want node-7", got)
 	}

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckText(t *testing.T) {
+	t.Parallel()
 	for text, want := range map[string]string{
 		"4": "", "500m": "", "8Gi": "", "1E": "", "1e30": "", "1e-30": "", "2.5e3": "", "abc": "",
 		"1e31":                   "exponent beyond e±30",
@@ -28,6 +29,7 @@ func TestCheckText(t *testing.T) {
 // TestCheckIsCheapForHugeExponents: a quantity the apiserver stores from a pod, "1e9999999", takes
 // over a second to compare with another; Check must not.
 func TestCheckIsCheapForHugeExponents(t *testing.T) {
+	t.Parallel()
 	huge := resource.MustParse("1e9999999")
 	start := time.Now()
 	for range 1000 {
@@ -49,6 +51,7 @@ func TestCheckIsCheapForHugeExponents(t *testing.T) {
 }
 
 func TestCheckList(t *testing.T) {
+	t.Parallel()
 	list := corev1.ResourceList{"cpu": resource.MustParse("1"), "memory": resource.MustParse("1e40"), "b": resource.MustParse("1e50")}
 	if n, why := CheckList(list); n != "b" || why == "" {
 		t.Fatalf("CheckList = %q, %q; want the first bad name, b", n, why)

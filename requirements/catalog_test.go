@@ -25,6 +25,7 @@ func gpuProbe() []*catalog.InstanceType {
 
 // TestMissingKeyRule holds the one rule for keys an instance type does not define, on every operator.
 func TestMissingKeyRule(t *testing.T) {
+	t.Parallel()
 	cat := gpuProbe()
 	known := Known(cat)
 	cases := []struct {
@@ -77,6 +78,7 @@ func TestMissingKeyRule(t *testing.T) {
 // AvailableOfferings keeps the admitted types' available offerings only, in catalog order, and admits
 // nothing when the requirements do not parse.
 func TestAvailableOfferings(t *testing.T) {
+	t.Parallel()
 	its := gpuProbe()
 	its[0].Offerings = append([]catalog.Offering{{Zone: "z0", CapacityType: v1.CapacityTypeSpot, Price: 0.3}}, its[0].Offerings...)
 	got := AvailableOfferings([]v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}, its)

@@ -18,6 +18,7 @@ func must(t *testing.T, op corev1.NodeSelectorOperator, v ...string) Requirement
 }
 
 func TestIntersectEmpty(t *testing.T) {
+	t.Parallel()
 	in := func(v ...string) Requirement { return must(t, corev1.NodeSelectorOpIn, v...) }
 	notIn := func(v ...string) Requirement { return must(t, corev1.NodeSelectorOpNotIn, v...) }
 	op := func(o corev1.NodeSelectorOperator, v ...string) Requirement { return must(t, o, v...) }
@@ -60,6 +61,7 @@ func TestIntersectEmpty(t *testing.T) {
 }
 
 func TestNewRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		op     corev1.NodeSelectorOperator
 		values []string
@@ -77,6 +79,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 
 // TestMatchesEveryOperator pins each operator on a present value, another value and a missing label.
 func TestMatchesEveryOperator(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		op                       corev1.NodeSelectorOperator
 		values                   []string
@@ -111,6 +114,7 @@ func TestMatchesEveryOperator(t *testing.T) {
 }
 
 func TestForPod(t *testing.T) {
+	t.Parallel()
 	spec := &corev1.PodSpec{
 		NodeSelector: map[string]string{v1.LabelArch: "arm64"},
 		Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
@@ -140,6 +144,7 @@ func TestForPod(t *testing.T) {
 }
 
 func TestSample(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		op     corev1.NodeSelectorOperator
 		values []string

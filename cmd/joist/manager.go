@@ -67,7 +67,13 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.DurationVar(&p.BatchMaxDuration, "batch-max-duration", p.BatchMaxDuration, "Close a provisioning batch this long after its first pod, however busy.")
 	fs.DurationVar(&p.BatchSettleDuration, "batch-settle-duration", p.BatchSettleDuration, "Close a provisioning batch of ReplicaSet, StatefulSet and Job pods once no new pod arrived for this long and those workloads have created all their pods (0: idle and max windows only).")
 	fs.DurationVar(&f.controllers.NodeClaim.RegistrationTimeout, "registration-timeout", f.controllers.NodeClaim.RegistrationTimeout, "Delete a launched NodeClaim whose Node did not register within this.")
+	n := &f.controllers.Nomination
+	fs.DurationVar(&n.NominationTTL, "nomination-ttl", n.NominationTTL, "How long after its NodeClaim initialized a pod's nomination still counts; a pod still pending then is planned again.")
+	gc := &f.controllers.GarbageCollection
+	fs.DurationVar(&gc.Period, "garbage-collection-period", gc.Period, "How often instances without a NodeClaim and NodeClaims without an instance are looked for.")
 	d := &f.controllers.Disruption
+	fs.DurationVar(&d.PollInterval, "disruption-poll-interval", d.PollInterval, "How often the disruption loop looks for nodes to consolidate, replace or remove.")
+	fs.DurationVar(&d.ValidationDelay, "consolidation-validation-delay", d.ValidationDelay, "How long a consolidation decision must still hold before it is carried out.")
 	disruptionEnv := newEnvFlags(fs)
 	disruptionEnv.Float64(&d.MinSavingsFraction, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", d.MinSavingsFraction,
 		"Least share (0–1) of the disrupted nodes' price a consolidation must save; 0 takes any saving.")
@@ -84,6 +90,14 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	}
 	if p.BatchSettleDuration < 0 || p.BatchSettleDuration > p.BatchIdleDuration {
 		return f, zapOpts, fmt.Errorf("--batch-settle-duration must be ≥ 0 and ≤ --batch-idle-duration (got %s and %s)", p.BatchSettleDuration, p.BatchIdleDuration)
+	}
+	for name, v := range map[string]time.Duration{"nomination-ttl": n.NominationTTL, "garbage-collection-period": gc.Period, "disruption-poll-interval": d.PollInterval} {
+		if v <= 0 {
+			return f, zapOpts, fmt.Errorf("--%s must be > 0 (got %s)", name, v)
+		}
+	}
+	if d.ValidationDelay < 0 {
+		return f, zapOpts, fmt.Errorf("--consolidation-validation-delay must be ≥ 0 (got %s)", d.ValidationDelay)
 	}
 	if err := disruptionEnv.check(); err != nil {
 		return f, zapOpts, err

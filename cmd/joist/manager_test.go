@@ -31,6 +31,10 @@ func TestManagerFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--graceful-shutdown-timeout=0s"},
 		{"--batch-idle-duration=0s"},
+		{"--nomination-ttl=0s"},
+		{"--garbage-collection-period=-1s"},
+		{"--disruption-poll-interval=0s"},
+		{"--consolidation-validation-delay=-1s"},
 	} {
 		if _, _, err := parseManagerFlags(args); err == nil {
 			t.Errorf("%v: want an error", args)
@@ -42,6 +46,14 @@ func TestManagerFlagErrors(t *testing.T) {
 	}
 	if m := f.metricsOptions(); m.SecureServing || m.FilterProvider != nil || f.tlsOpts() != nil || f.leaderElectionNS != "y" {
 		t.Errorf("explicit flags not honoured: %+v", f)
+	}
+	f, _, err = parseManagerFlags([]string{"--nomination-ttl=1s", "--garbage-collection-period=5s", "--disruption-poll-interval=2s", "--consolidation-validation-delay=0s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.controllers
+	if c.Nomination.NominationTTL != time.Second || c.GarbageCollection.Period != 5*time.Second || c.Disruption.PollInterval != 2*time.Second || c.Disruption.ValidationDelay != 0 {
+		t.Errorf("loop timing flags not honoured: nomination %+v, gc %+v, disruption %+v", c.Nomination, c.GarbageCollection, c.Disruption)
 	}
 }
 

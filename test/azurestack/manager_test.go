@@ -11,9 +11,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,32 +25,7 @@ var joistBinary string
 
 func TestMain(m *testing.M) {
 	env.DiscardLogs()
-	code := func() int {
-		if b := os.Getenv("JOIST_BINARY"); b != "" {
-			joistBinary = b
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "joist-azurestack-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		root, err := env.RepoRoot()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		joistBinary = filepath.Join(dir, "joist")
-		build := exec.Command("go", "build", "-o", joistBinary, "./cmd/joist")
-		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building the manager:", err)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
+	os.Exit(env.RunWithManagerBinary(m, &joistBinary))
 }
 
 // Cluster settings the manager gets as docs/azure.md has an install set them.
@@ -71,7 +43,7 @@ type stack struct {
 	env     *env.Env
 	kube    client.Client
 	arm     *fake.Server
-	manager *exec.Cmd
+	manager *env.Manager
 	starts  int
 }
 
@@ -84,7 +56,7 @@ func newStack(t *testing.T) *stack {
 	e := env.New(t, env.Options{Scheme: scheme, Scheduler: true})
 	arm := fake.New()
 	s := &stack{t: t, env: e, kube: e.Client, arm: arm}
-	t.Cleanup(func() { s.dumpOnFailure(); s.kill(); arm.Close() })
+	t.Cleanup(func() { s.kill(); arm.Close() }) // env.New prints the tail of joist-<n>.log on failure
 	return s
 }
 
@@ -93,53 +65,31 @@ func newStack(t *testing.T) *stack {
 func (s *stack) start() {
 	s.t.Helper()
 	s.starts++
-	logFile, err := os.Create(filepath.Join(s.env.LogDir, fmt.Sprintf("joist-%d.log", s.starts)))
+	m, err := s.env.StartManager(env.ManagerOptions{
+		Binary: joistBinary, LogName: fmt.Sprintf("joist-%d.log", s.starts),
+		Args: []string{"--cloud-provider=azure", "--azure-endpoint=" + s.arm.URL()},
+		Environment: append([]string{
+			"HOME=" + s.t.TempDir(), "PATH=" + os.Getenv("PATH"),
+			"ARM_SUBSCRIPTION_ID=" + fake.Subscription, "LOCATION=" + fake.Location,
+			"AZURE_NODE_RESOURCE_GROUP=" + fake.ResourceGroup, "VNET_SUBNET_ID=" + fake.SubnetID,
+			"CLUSTER_NAME=" + clusterName, "CLUSTER_ENDPOINT=" + clusterEndpoint, "CLUSTER_CA_BUNDLE=" + caBundle(s.env),
+			"KUBELET_BOOTSTRAP_TOKEN=" + bootstrapToken, "SSH_PUBLIC_KEY=" + sshKey, "DNS_SERVICE_IP=" + dnsServiceIP,
+		}, s.arm.ManagedIdentityEnv()...),
+	})
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(joistBinary, "--cloud-provider=azure", "--azure-endpoint="+s.arm.URL(),
-		"--leader-elect=false", "--enable-webhooks=false", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Env = append([]string{
-		"KUBECONFIG=" + s.env.KubeconfigPath, "HOME=" + s.t.TempDir(), "PATH=" + os.Getenv("PATH"),
-		"ARM_SUBSCRIPTION_ID=" + fake.Subscription, "LOCATION=" + fake.Location,
-		"AZURE_NODE_RESOURCE_GROUP=" + fake.ResourceGroup, "VNET_SUBNET_ID=" + fake.SubnetID,
-		"CLUSTER_NAME=" + clusterName, "CLUSTER_ENDPOINT=" + clusterEndpoint, "CLUSTER_CA_BUNDLE=" + caBundle(s.env),
-		"KUBELET_BOOTSTRAP_TOKEN=" + bootstrapToken, "SSH_PUBLIC_KEY=" + sshKey, "DNS_SERVICE_IP=" + dnsServiceIP,
-	}, s.arm.ManagedIdentityEnv()...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("starting %s: %v", joistBinary, err)
-	}
-	s.manager = cmd
-	go func() { _ = cmd.Wait(); _ = logFile.Close() }()
+	s.manager = m
 }
 
 // kill SIGKILLs the manager: no shutdown hooks, as in a node failure or an OOM kill.
 func (s *stack) kill() {
-	if s.manager == nil || s.manager.Process == nil {
+	if s.manager == nil {
 		return
 	}
-	_ = syscall.Kill(-s.manager.Process.Pid, syscall.SIGKILL)
+	s.manager.Kill()
 	s.manager = nil
 }
 
 // caBundle is the cluster CA as $CLUSTER_CA_BUNDLE carries it: base64 PEM.
 func caBundle(e *env.Env) string { return base64.StdEncoding.EncodeToString(e.Config.CAData) }
-
-// dumpOnFailure prints the tail of the manager logs when the test failed.
-func (s *stack) dumpOnFailure() {
-	if !s.t.Failed() {
-		return
-	}
-	for i := 1; i <= s.starts; i++ {
-		b, err := os.ReadFile(filepath.Join(s.env.LogDir, fmt.Sprintf("joist-%d.log", i)))
-		if err != nil {
-			continue
-		}
-		if len(b) > 6000 {
-			b = b[len(b)-6000:]
-		}
-		s.t.Logf("--- tail of joist-%d.log ---\n%s", i, b)
-	}
-}

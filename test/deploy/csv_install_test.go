@@ -360,7 +360,7 @@ func TestCSVInstallStrategy(t *testing.T) {
 		t.Errorf("the CSV's ServiceAccount may not update nodepools/finalizers: %+v", review.Status)
 	}
 
-	time.Sleep(2 * time.Second) // let the other loops make their first requests
+	time.Sleep(2 * time.Second) // the observation window: the other loops make their first requests, none may be forbidden
 	for _, line := range strings.Split(out.String(), "\n") {
 		if strings.Contains(strings.ToLower(line), "forbidden") {
 			t.Errorf("the manager was refused a request under the CSV's permissions: %s", line)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/joist-dev/joist/hack/bundle"
+	"github.com/joist-dev/joist/test/env"
 )
 
 // eksEnv is what docs/aws.md has an EKS install set, through a kustomize patch or the
@@ -122,13 +123,15 @@ func startManager(t *testing.T, binary string, c corev1.Container) string {
 	return string(out)
 }
 
+// buildManager is $JOIST_BINARY (make test builds it once), or ./cmd/joist built into a temporary folder.
 func buildManager(t *testing.T) string {
 	t.Helper()
-	binary := filepath.Join(t.TempDir(), "joist")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/joist")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the manager: %v\n%s", err, out)
+	if b := os.Getenv("JOIST_BINARY"); b != "" {
+		return b
+	}
+	binary, err := env.BuildManager(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return binary
 }

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -88,20 +89,33 @@ func (s *stack) installKarpenterLeftovers(ctx context.Context, pools []*v1.NodeP
 	}
 }
 
-// disruptionPasses is the number of disruption passes that evaluated, read from the _count of
-// karpenter_voluntary_disruption_decision_evaluation_duration_seconds (this process's registry).
-func disruptionPasses(t *testing.T) uint64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+// metricFamilies scrapes the running manager's metrics; before it starts there are none.
+func (s *stack) metricFamilies() map[string]*dto.MetricFamily {
+	s.t.Helper()
+	if s.manager == nil {
+		return nil
 	}
+	// The endpoint comes up with the manager: retry until it answers.
+	var families map[string]*dto.MetricFamily
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		families, err = s.manager.Metrics(ctx)
+		return err == nil, s.manager.Err()
+	})
+	if err != nil {
+		s.t.Fatalf("scraping the manager's metrics: %v", err)
+	}
+	return families
+}
+
+// disruptionPasses is the number of disruption passes that evaluated, read from the _count of
+// karpenter_voluntary_disruption_decision_evaluation_duration_seconds.
+func (s *stack) disruptionPasses() uint64 {
+	s.t.Helper()
 	var n uint64
-	for _, f := range families {
-		if f.GetName() == "karpenter_voluntary_disruption_decision_evaluation_duration_seconds" {
-			for _, m := range f.GetMetric() {
-				n += m.GetHistogram().GetSampleCount()
-			}
+	if f := s.metricFamilies()["karpenter_voluntary_disruption_decision_evaluation_duration_seconds"]; f != nil {
+		for _, m := range f.GetMetric() {
+			n += m.GetHistogram().GetSampleCount()
 		}
 	}
 	return n
@@ -109,30 +123,25 @@ func disruptionPasses(t *testing.T) uint64 {
 
 // counterSum sums the counter family name over the series whose labels include match (an empty value
 // matches any).
-func counterSum(t *testing.T, name string, match map[string]string) float64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
+func (s *stack) counterSum(name string, match map[string]string) float64 {
+	s.t.Helper()
+	f := s.metricFamilies()[name]
+	if f == nil {
+		return 0
 	}
 	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
+series:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
 		}
-	series:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
+		for k, v := range match {
+			if v != "" && have[k] != v {
+				continue series
 			}
-			for k, v := range match {
-				if v != "" && have[k] != v {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue()
 		}
+		sum += m.GetCounter().GetValue()
 	}
 	return sum
 }
@@ -167,15 +176,15 @@ func TestAdoptsKarpentersNodeClaims(t *testing.T) {
 		before[n.Name] = got
 	}
 	disrupted := func(pool, reason string) float64 {
-		return counterSum(t, "karpenter_nodeclaims_disrupted_total", map[string]string{"nodepool": pool, "reason": reason})
+		return s.counterSum("karpenter_nodeclaims_disrupted_total", map[string]string{"nodepool": pool, "reason": reason})
 	}
 	disruptedBefore := disrupted("default", "") + disrupted("shortlife", "")
-	passes := disruptionPasses(t)
+	passes := s.disruptionPasses()
 	s.startManager()
 	s.eventually(ctx, "five disruption passes", func(context.Context) (bool, error) {
-		return disruptionPasses(t) >= passes+5, nil
-	}, func() string { return fmt.Sprintf("%d passes", disruptionPasses(t)-passes) })
-	t.Logf("%d disruption passes ran over the adopted cluster", disruptionPasses(t)-passes)
+		return s.disruptionPasses() >= passes+5, nil
+	}, func() string { return fmt.Sprintf("%d passes", s.disruptionPasses()-passes) })
+	t.Logf("%d disruption passes ran over the adopted cluster", s.disruptionPasses()-passes)
 
 	// Nothing moved.
 	got := s.claims()

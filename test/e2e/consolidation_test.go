@@ -21,8 +21,7 @@ import (
 
 // fastDisruption polls every second and validates commands after two.
 func (s *stack) fastDisruption() {
-	s.opts.Disruption.PollInterval = time.Second
-	s.opts.Disruption.ValidationDelay = 2 * time.Second
+	s.args = append(s.args, "--disruption-poll-interval=1s", "--consolidation-validation-delay=2s")
 }
 
 // singleTypePool allows only on-demand m-4x amd64 nodes (3.92 cpu allocatable): with 1.5-cpu pods a
@@ -324,7 +323,7 @@ func TestDoNotDisruptExpiredDurationDoesNotProtect(t *testing.T) {
 func TestConsolidationAbortsWhenAPodArrives(t *testing.T) {
 	s := newStack(t, kwokOptions())
 	s.fastDisruption()
-	s.opts.Disruption.ValidationDelay = 15 * time.Second
+	s.args = append(s.args, "--consolidation-validation-delay=15s")
 	ctx := s.ctx(4 * time.Minute)
 	twoHalfNodes(t, s, ctx, singleTypePool(), nil)
 	var victim v1.NodeClaim

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/snapshot"
 )
 
@@ -24,7 +25,7 @@ import (
 // clearing the field on its failed attempts, as it leaves it whenever preemption is not tried.)
 func TestStaleJoistNominationAfterRestart(t *testing.T) {
 	s := newStack(t, kwokOptions())
-	s.opts.Nomination.NominationTTL = time.Second
+	s.args = append(s.args, "--nomination-ttl=1s")
 	ctx := s.ctx(3 * time.Minute)
 	base := deployment("base", 1, "1", "1Gi")
 	s.create(ctx, kwokNodeClass(0), kwokNodePool("general", nil), base)
@@ -64,7 +65,15 @@ func TestStaleJoistNominationAfterRestart(t *testing.T) {
 	if err := s.kube.Status().Patch(ctx, &pod, patch, client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // past the claim's nomination TTL
+	// Wait until the claim's nomination TTL (1 s) has run out by its own Initialized timestamp
+	// (whole seconds, hence the extra second) rather than for a fixed time.
+	initialized := claims[0].GetCondition(v1.ConditionTypeInitialized)
+	if initialized == nil {
+		t.Fatalf("claim %s has no Initialized condition\n%s", claims[0].Name, s.describeClaims())
+	}
+	s.eventually(ctx, "the nomination TTL to run out", func(context.Context) (bool, error) {
+		return time.Since(initialized.LastTransitionTime.Time) > 2*time.Second, nil
+	}, s.describeClaims)
 	s.startManager()
 	running := s.waitRunning(ctx, 1, late.Spec.Template.Labels)
 	if running[0].Spec.NodeName == nodeName {

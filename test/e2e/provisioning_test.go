@@ -71,7 +71,7 @@ func (s *stack) assertNoEmptyNodes(pods []corev1.Pod) {
 func (s *stack) cost() float64 {
 	total := 0.0
 	for _, nc := range s.claims() {
-		total += priceOf(s.cloud.InstanceTypes, nc)
+		total += priceOf(s.its, nc)
 	}
 	return total
 }
@@ -119,7 +119,7 @@ func TestProvisionDeploymentsMatchesSolverPlan(t *testing.T) {
 	first := firstBatch(claims)
 	firstCost := 0.0
 	for _, nc := range first {
-		firstCost += priceOf(s.cloud.InstanceTypes, nc)
+		firstCost += priceOf(s.its, nc)
 	}
 	if got, planned := len(first), len(want.NewNodeClaims); got != planned {
 		t.Errorf("first batch launched %d nodes, the solver's single plan has %d\n%s", got, planned, s.describeClaims())

@@ -1,10 +1,14 @@
-// Package e2e runs Joist's controllers against the full stack: kube-apiserver, etcd, kube-scheduler,
-// kube-controller-manager and KWOK, with the KWOK cloud provider launching simulated nodes.
+// Package e2e runs the joist binary, as users run it, against the full stack: kube-apiserver, etcd,
+// kube-scheduler, kube-controller-manager and KWOK, with the KWOK cloud provider launching simulated
+// nodes.
 package e2e
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,38 +17,40 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kwokv1alpha1 "github.com/joist-dev/joist/api/kwok/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
-	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/cloudprovider/kwok"
-	"github.com/joist-dev/joist/controllers"
 	"github.com/joist-dev/joist/test/env"
 )
 
-func init() {
-	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapLevel())))
+// joistBinary is the manager under test: $JOIST_BINARY, or built once into a temporary folder.
+var joistBinary string
+
+func TestMain(m *testing.M) {
+	env.DiscardLogs()
+	os.Exit(env.RunWithManagerBinary(m, &joistBinary))
 }
 
-// stack is a running control plane plus a Joist manager that can be stopped and started again.
+// stack is a running control plane plus a joist manager process that can be stopped and started again.
 type stack struct {
-	t      *testing.T
-	env    *env.Env
-	kube   client.Client
-	cloud  kwok.Options
-	opts   controllers.Options
-	cancel context.CancelFunc
-	done   chan struct{}
+	t    *testing.T
+	env  *env.Env
+	kube client.Client
+	// its is the catalog the manager's kwok cloud serves (the binary's embedded default), for prices.
+	its []*catalog.InstanceType
+	// args are the manager's flags after env.StartManager's defaults; a test appends to them
+	// before startManager (a flag given twice takes the last value).
+	args    []string
+	manager *env.Manager
+	starts  int
 }
 
+// newStack starts the control plane; cloud's failure injection becomes the manager's --kwok-* flags
+// (the binary serves its embedded catalog, so cloud.InstanceTypes must be nil or catalog.Default()).
 func newStack(t *testing.T, cloud kwok.Options) *stack {
 	t.Helper()
 	scheme := env.DefaultScheme()
@@ -54,53 +60,41 @@ func newStack(t *testing.T, cloud kwok.Options) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cloud.InstanceTypes == nil {
-		cloud.InstanceTypes = catalog.Default()
+	if cloud.Faults != (kwok.Faults{}) {
+		t.Fatal("newStack: pass kwok fault flags through s.args")
 	}
-	opts := controllers.DefaultOptions()
-	opts.GarbageCollection.Period = 5 * time.Second
-	s := &stack{t: t, env: e, kube: kube, cloud: cloud, opts: opts}
+	var soldOut []string
+	for _, o := range cloud.UnavailableOfferings {
+		soldOut = append(soldOut, o.InstanceType+":"+o.Zone+":"+o.CapacityType)
+	}
+	args := []string{"--garbage-collection-period=5s", "--kwok-seed=" + strconv.FormatInt(cloud.Seed, 10),
+		"--kwok-error-rate=" + strconv.FormatFloat(cloud.ErrorRate, 'g', -1, 64), "--kwok-sold-out-offerings=" + strings.Join(soldOut, ",")}
+	if os.Getenv("JOIST_E2E_DEBUG") == "1" {
+		args = append(args, "--zap-log-level=debug")
+	}
+	s := &stack{t: t, env: e, kube: kube, its: catalog.Default(), args: args}
 	t.Cleanup(s.stopManager)
 	return s
 }
 
-// startManager runs a fresh Joist manager (controllers + KWOK cloud) in-process.
+// startManager runs a fresh joist process, logging to joist-<n>.log in the environment's log
+// folder (printed when the test fails). Its metrics are served for Manager.Metrics.
 func (s *stack) startManager() {
 	s.t.Helper()
-	mgr, err := ctrl.NewManager(s.env.Config, ctrl.Options{
-		Scheme:                 s.env.Scheme,
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	s.starts++
+	m, err := s.env.StartManager(env.ManagerOptions{Binary: joistBinary, Args: s.args, Metrics: true,
+		LogName: fmt.Sprintf("joist-%d.log", s.starts)})
 	if err != nil {
-		s.t.Fatalf("creating manager: %v", err)
+		s.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	unavailable := cloudprovider.NewUnavailableOfferings(clock.RealClock{}, 0)
-	cloud := kwok.New(mgr.GetClient(), unavailable, s.cloud)
-	if err := mgr.Add(cloud); err != nil { // registers booting instances (registration delay)
-		s.t.Fatalf("adding the kwok cloud: %v", err)
-	}
-	if err := controllers.Register(ctx, mgr, cloud, clock.RealClock{}, s.opts); err != nil {
-		cancel()
-		s.t.Fatalf("registering controllers: %v", err)
-	}
-	s.cancel, s.done = cancel, make(chan struct{})
-	go func() {
-		defer close(s.done)
-		if err := mgr.Start(ctx); err != nil {
-			s.t.Errorf("manager: %v", err)
-		}
-	}()
+	s.manager = m
 }
 
+// stopManager shuts the manager down as a rollout would (SIGTERM, then its graceful shutdown).
 func (s *stack) stopManager() {
-	if s.cancel != nil {
-		s.cancel()
-		<-s.done
-		s.cancel = nil
+	if s.manager != nil {
+		s.manager.Stop(time.Minute)
+		s.manager = nil
 	}
 }
 
@@ -126,6 +120,11 @@ func (s *stack) eventually(ctx context.Context, what string, cond func(context.C
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if err := s.env.CheckChildren(); err != nil {
 			return false, err
+		}
+		if s.manager != nil {
+			if err := s.manager.Err(); err != nil {
+				return false, err
+			}
 		}
 		return cond(ctx)
 	})

@@ -166,13 +166,13 @@ func TestNodePoolLimitsStopLaunches(t *testing.T) {
 }
 
 func TestConvergesThroughProviderErrorsAndSoldOutOffering(t *testing.T) {
-	its := catalog.Default()
+	its := catalog.Default() // the binary's kwok catalog
 	np := kwokNodePool("general", nil)
 	d := deployment("resilient", 30, "500m", "1Gi")
 	plan := offlinePlan(t, np, d)
 	cheapest := plan.NewNodeClaims[0]
 	soldOut := cloudprovider.UnavailableOffering{InstanceType: cheapest.InstanceType.Name, Zone: cheapest.Offering.Zone, CapacityType: cheapest.Offering.CapacityType}
-	s := newStack(t, kwok.Options{Seed: 7, ErrorRate: 0.3, UnavailableOfferings: []cloudprovider.UnavailableOffering{soldOut}, InstanceTypes: its})
+	s := newStack(t, kwok.Options{Seed: 7, ErrorRate: 0.3, UnavailableOfferings: []cloudprovider.UnavailableOffering{soldOut}})
 	ctx := s.ctx(3 * time.Minute)
 	s.create(ctx, kwokNodeClass(0), np)
 	s.startManager()

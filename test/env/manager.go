@@ -1,7 +1,9 @@
 package env
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +11,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // ManagerOptions says how to run the joist binary as a child process against an Env.
@@ -24,13 +30,19 @@ type ManagerOptions struct {
 	LogName string
 	// Webhooks serves admission where the apiserver expects it (envtest's port and certificates).
 	Webhooks bool
+	// Metrics serves the manager's /metrics over plain HTTP on a free local port, for Manager.Metrics.
+	Metrics bool
+	// Environment, when not nil, is the process's whole environment (as an install would give it,
+	// nothing of the test's own); nil inherits the test's. KUBECONFIG is set either way.
+	Environment []string
 }
 
 // Manager is a running joist process.
 type Manager struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
+	cmd         *exec.Cmd
+	logPath     string
+	metricsPort int
+	done        chan struct{}
 }
 
 // StartManager starts the joist binary in its own process group; it dies with the test process.
@@ -48,6 +60,15 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 	} else {
 		args = append(args, "--enable-webhooks=false")
 	}
+	metricsPort := 0
+	if opts.Metrics {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		metricsPort = port
+		args = append(args, "--metrics-bind-address=127.0.0.1:"+strconv.Itoa(port), "--metrics-secure=false")
+	}
 	args = append(args, opts.Args...)
 	kubeconfig := opts.Kubeconfig
 	if kubeconfig == "" {
@@ -63,14 +84,18 @@ func (e *Env) StartManager(opts ManagerOptions) (*Manager, error) {
 		return nil, fmt.Errorf("creating the manager log: %w", err)
 	}
 	cmd := exec.Command(opts.Binary, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	environment := os.Environ()
+	if opts.Environment != nil {
+		environment = opts.Environment
+	}
+	cmd.Env = append(append([]string{}, environment...), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", opts.Binary, err)
 	}
-	m := &Manager{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	m := &Manager{cmd: cmd, logPath: logPath, metricsPort: metricsPort, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); _ = logFile.Close(); close(m.done) }()
 	return m, nil
 }
@@ -89,6 +114,40 @@ func (m *Manager) Exited() bool {
 	default:
 		return false
 	}
+}
+
+// Err says why a manager that should be running is not: nil while it runs, else an error naming
+// its log. Test waits check it so a crashed manager fails the test at once instead of at a timeout.
+func (m *Manager) Err() error {
+	if !m.Exited() {
+		return nil
+	}
+	return fmt.Errorf("the joist manager exited (%s); see %s", m.cmd.ProcessState, m.logPath)
+}
+
+// Metrics scrapes the manager's /metrics (ManagerOptions.Metrics) into metric families by name.
+func (m *Manager) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	if m.metricsPort == 0 {
+		return nil, fmt.Errorf("the manager was started without ManagerOptions.Metrics")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", m.metricsPort), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the manager's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the manager's metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the manager's metrics: %w", err)
+	}
+	return families, nil
 }
 
 // Stop asks the manager to shut down (SIGTERM) and kills it after grace.

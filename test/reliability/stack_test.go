@@ -22,26 +22,7 @@ import (
 // joistBinary is the manager under test: $JOIST_BINARY, or built once into a temporary folder.
 var joistBinary string
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		if b := os.Getenv("JOIST_BINARY"); b != "" {
-			joistBinary = b
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "joist-reliability-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		if joistBinary, err = env.BuildManager(dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(env.RunWithManagerBinary(m, &joistBinary)) }
 
 // long reports whether the full suites run (make test-reliability); otherwise short versions do.
 func long() bool { return os.Getenv("RELIABILITY_LONG") != "" }
