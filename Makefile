@@ -157,7 +157,7 @@ bench: ## Run Joist's solver benchmarks (pods/s, nodes, $/h, $/h ÷ lower bound)
 	$(GO) test ./solver -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) -timeout 60m
 
 .PHONY: bench-consolidation
-bench-consolidation: ## Consolidation planner: 1,000 under-used nodes / 10,000 pods (time, nodes and $/h before/after, ÷ LP bound) and 1,000 full nodes (time to "no command").
+bench-consolidation: ## Consolidation planner (CPU per plan, sets solved): 1,000 under-used nodes / 10,000 pods (nodes and $/h before/after, ÷ LP bound), issue #21's 1,000-node round-robin cluster (÷ the from-scratch plan) and 1,000 full nodes (time to "no command").
 	$(GO) test ./solver -run '^$$' -bench 'BenchmarkConsolidation' -benchtime $(BENCHTIME) -timeout 30m
 
 .PHONY: bench-upstream

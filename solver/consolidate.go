@@ -50,6 +50,15 @@ type ConsolidationPlan struct {
 	CostBefore, CostAfter float64
 	// Kept explains, per candidate that no command disrupts, why it stays.
 	Kept []KeptCandidate
+	// Search is the work the repack search did.
+	Search ConsolidationSearch
+}
+
+// ConsolidationSearch counts the candidate sets the repack search looked at: Solved were evaluated
+// (placed with Solve, unless the bound alone showed they save too little); Skipped were not, because their price less a lower bound on the new nodes their pods
+// need could not beat the best set already solved (so skipping them never changes the plan).
+type ConsolidationSearch struct {
+	Sets, Solved, Skipped int
 }
 
 // Command is one disruption: delete the nodes in Delete after launching Replacements; the pods of
@@ -95,9 +104,11 @@ func Consolidate(in ConsolidationInput) ConsolidationPlan {
 	if cmd, ok := p.emptyCommand(); ok {
 		plan.Commands = append(plan.Commands, cmd)
 	}
-	if cmd, ok := p.repackCommand(); ok {
+	cmd, ok, search := p.repackCommand()
+	if ok {
 		plan.Commands = append(plan.Commands, cmd)
 	}
+	plan.Search = search
 	plan.CostAfter = plan.CostBefore
 	for _, c := range plan.Commands {
 		plan.CostAfter -= c.SavingsPerHour

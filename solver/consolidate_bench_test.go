@@ -20,9 +20,11 @@ func BenchmarkConsolidation(b *testing.B) {
 	b.Run("underused", func(b *testing.B) {
 		in := consolidatebench.Underused()
 		var plan solver.ConsolidationPlan
+		cpu0 := processCPU()
 		for b.Loop() {
 			plan = solver.Consolidate(in)
 		}
+		b.ReportMetric((processCPU()-cpu0)/float64(b.N), "cpu-s/op")
 		after := applyPlan(in, plan)
 		bound := solver.Solve(consolidatebench.AllPods(in)).LowerBoundPerHour
 		again := solver.Consolidate(after)
@@ -30,6 +32,7 @@ func BenchmarkConsolidation(b *testing.B) {
 		for _, c := range again.Commands {
 			second += c.SavingsPerHour
 		}
+		b.ReportMetric(float64(plan.Search.Solved), "sets-solved")
 		b.ReportMetric(float64(len(in.Nodes)), "nodes-before")
 		b.ReportMetric(float64(len(after.Nodes)), "nodes-after")
 		b.ReportMetric(plan.CostBefore, "$/h-before")
@@ -47,6 +50,7 @@ func BenchmarkConsolidation(b *testing.B) {
 		b.ReportMetric((processCPU()-cpu0)/float64(b.N), "cpu-s/op")
 		scratch := solver.Solve(consolidatebench.AllPods(in))
 		after := applyPlan(in, plan)
+		b.ReportMetric(float64(plan.Search.Solved), "sets-solved")
 		b.ReportMetric(float64(len(in.Nodes)), "nodes-before")
 		b.ReportMetric(float64(len(after.Nodes)), "nodes-after")
 		b.ReportMetric(plan.CostBefore, "$/h-before")
@@ -58,9 +62,11 @@ func BenchmarkConsolidation(b *testing.B) {
 	b.Run("full", func(b *testing.B) {
 		in := consolidatebench.Full()
 		var plan solver.ConsolidationPlan
+		cpu0 := processCPU()
 		for b.Loop() {
 			plan = solver.Consolidate(in)
 		}
+		b.ReportMetric((processCPU()-cpu0)/float64(b.N), "cpu-s/op")
 		b.ReportMetric(float64(len(plan.Commands)), "commands")
 	})
 }

@@ -58,79 +58,165 @@ type evaluation struct {
 }
 
 // repackCommand searches the candidate sets for the one whose removal saves the most.
-func (p *planner) repackCommand() (Command, bool) {
+func (p *planner) repackCommand() (Command, bool, ConsolidationSearch) {
 	list := p.repackList()
 	if len(list) == 0 {
-		return Command{}, false
+		return Command{}, false, ConsolidationSearch{}
 	}
-	best := evaluation{}
-	consider := func(e evaluation) {
-		if !e.valid {
-			return
-		}
-		if !best.valid || e.savings > best.savings+savingsEpsilon ||
-			(e.savings > best.savings-savingsEpsilon && len(e.set)+len(e.result.NewNodeClaims) < len(best.set)+len(best.result.NewNodeClaims)) {
-			best = e
-		}
-	}
-	unplaceable := map[*cand]bool{}
-	tried := map[int]float64{}
-	try := func(k int) float64 {
-		if s, ok := tried[k]; ok {
-			return s
-		}
-		e := p.evaluate(list[:k])
-		for _, c := range e.unplaceable {
-			unplaceable[c] = true
-		}
-		consider(e)
-		s := -1.0
-		if e.valid {
-			s = e.savings
-		}
-		tried[k] = s
-		return s
-	}
+	s := newSetSearch(p, list)
 	if len(list) <= exhaustiveBelow {
+		var sets [][]*cand
 		for k := 1; k <= len(list); k++ {
-			try(k)
+			sets = append(sets, list[:k])
 		}
 		for _, c := range list {
-			e := p.evaluate([]*cand{c})
-			consider(e)
+			sets = append(sets, []*cand{c})
 		}
+		s.bestFirst(sets)
 	} else {
-		p.gridSearch(len(list), try)
+		s.gridSearch()
 	}
 	for _, c := range list {
-		if unplaceable[c] {
+		if s.unplaceable[c] {
 			p.kept[c.Node] = KeptPodsNotPlaceable
 		} else {
 			p.kept[c.Node] = KeptNoSaving
 		}
 	}
-	if !best.valid {
-		return Command{}, false
+	if !s.best.valid {
+		return Command{}, false, s.report
 	}
-	return p.command(best), true
+	return p.command(s.best), true, s.report
 }
 
-// gridSearch tries prefix sizes on a grid over 1..n, then narrows around the best of them.
-func (p *planner) gridSearch(n int, try func(int) float64) {
+// setSearch evaluates candidate sets, keeping the best. A set whose upper bound on savings (its
+// price less the bound on the new nodes its pods need) cannot beat the best found so far is not
+// solved: the bound is a true lower bound on what Solve pays, so skipping it never changes the
+// answer. Sets are tried highest upper bound first so the best is found early and the rest pruned.
+type setSearch struct {
+	p    *planner
+	list []*cand
+	// prefix[k] is the summed price of list[:k].
+	prefix      []float64
+	best        evaluation
+	tried       map[int]float64
+	unplaceable map[*cand]bool
+	report      ConsolidationSearch
+}
+
+func newSetSearch(p *planner, list []*cand) *setSearch {
+	s := &setSearch{p: p, list: list, prefix: make([]float64, len(list)+1), tried: map[int]float64{}, unplaceable: map[*cand]bool{}}
+	for i, c := range list {
+		s.prefix[i+1] = s.prefix[i] + c.price
+	}
+	if p.bound == nil {
+		p.bound = newBound(p)
+	}
+	return s
+}
+
+// upper is the most removing set can save.
+func (s *setSearch) upper(set []*cand) float64 {
+	removed := 0.0
+	for _, c := range set {
+		removed += c.price
+	}
+	return removed - s.p.bound.newNodesCost(set, s.p.gone)
+}
+
+// hopeless says a set with this upper bound cannot beat (or tie) the best evaluation so far.
+func (s *setSearch) hopeless(upper float64) bool {
+	return s.best.valid && upper < s.best.savings-savingsEpsilon
+}
+
+// consider keeps e if it saves more than the best so far, or as much with fewer nodes touched.
+func (s *setSearch) consider(e evaluation) {
+	for _, c := range e.unplaceable {
+		s.unplaceable[c] = true
+	}
+	if !e.valid {
+		return
+	}
+	b := s.best
+	if !b.valid || e.savings > b.savings+savingsEpsilon ||
+		(e.savings > b.savings-savingsEpsilon && len(e.set)+len(e.result.NewNodeClaims) < len(b.set)+len(b.result.NewNodeClaims)) {
+		s.best = e
+	}
+}
+
+// bestFirst evaluates sets in order of their upper bound, highest first, skipping the hopeless.
+func (s *setSearch) bestFirst(sets [][]*cand) {
+	type option struct {
+		set   []*cand
+		upper float64
+		i     int
+	}
+	opts := make([]option, len(sets))
+	for i, set := range sets {
+		opts[i] = option{set: set, upper: s.upper(set), i: i}
+	}
+	sort.SliceStable(opts, func(a, b int) bool { return opts[a].upper > opts[b].upper })
+	s.report.Sets += len(opts)
+	for i, o := range opts {
+		if s.hopeless(o.upper) {
+			s.report.Skipped += len(opts) - i // sorted: the rest are hopeless too
+			break
+		}
+		s.report.Solved++
+		s.consider(s.p.evaluate(o.set))
+	}
+}
+
+// try evaluates the prefix of k candidates unless it is hopeless, and returns its savings (-1 when
+// invalid or skipped: a skipped prefix saves less than the best so far, so it steers the grid
+// search exactly as its real savings would).
+func (s *setSearch) try(k int) float64 {
+	if v, ok := s.tried[k]; ok {
+		return v
+	}
+	v := -1.0
+	s.report.Sets++
+	if up := s.prefix[k] - s.p.bound.newNodesCost(s.list[:k], s.p.gone); s.hopeless(up) {
+		s.report.Skipped++
+	} else {
+		s.report.Solved++
+		e := s.p.evaluate(s.list[:k])
+		s.consider(e)
+		if e.valid {
+			v = e.savings
+		}
+	}
+	s.tried[k] = v
+	return v
+}
+
+// gridSearch tries prefix sizes on a grid over 1..n (highest upper bound first), then narrows
+// around the best of them.
+func (s *setSearch) gridSearch() {
+	n := len(s.list)
 	points := []int{1}
 	for i := 1; i <= gridPoints; i++ {
 		points = append(points, (n*i+gridPoints-1)/gridPoints)
 	}
+	byUpper := append([]int(nil), points...)
+	ups := map[int]float64{}
+	for _, k := range points {
+		ups[k] = s.prefix[k] - s.p.bound.newNodesCost(s.list[:k], s.p.gone)
+	}
+	sort.SliceStable(byUpper, func(a, b int) bool { return ups[byUpper[a]] > ups[byUpper[b]] })
+	for _, k := range byUpper {
+		s.try(k)
+	}
 	bestK, bestS := 0, -1.0
 	for _, k := range points {
-		if s := try(k); s > bestS {
-			bestK, bestS = k, s
+		if v := s.tried[k]; v > bestS {
+			bestK, bestS = k, v
 		}
 	}
 	lo, hi := max(1, bestK-(n+gridPoints-1)/gridPoints), min(n, bestK+(n+gridPoints-1)/gridPoints)
 	for step := 0; step < refineSteps && hi-lo > 2; step++ {
 		left, right := (lo+bestK)/2, (bestK+hi+1)/2
-		sl, sr := try(left), try(right)
+		sl, sr := s.try(left), s.try(right)
 		switch {
 		case sl > bestS && sl >= sr:
 			hi, bestK, bestS = bestK, left, sl

@@ -95,6 +95,13 @@ func (ps *passes) run(name string, budget float64, f func()) {
 	ps.list = append(ps.list, r)
 }
 
+// runNoted is run for a pass that may say how it ran (a note for the report).
+func (ps *passes) runNoted(name string, f func() string) {
+	var note string
+	ps.run(name, 0, func() { note = f() })
+	ps.list[len(ps.list)-1].Note = note
+}
+
 // skip records a pass the plan did not run, and why.
 func (ps *passes) skip(name, why string) {
 	c := ps.s.planCost()

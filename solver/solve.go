@@ -51,7 +51,7 @@ func SolveWith(in Input, opts Options) Result {
 			memo.lpFull = lpFullTopUp
 			s.repack(true, true, memo)
 		})
-		ps.run("rebalance+drain", 0, func() { s.tail(memo) })
+		ps.runNoted("rebalance+drain", func() string { return s.tail(memo) })
 	} else {
 		near := fmt.Sprintf("plan within %.2f× the resource bound after placement: greedy repacks instead", lpFarOff)
 		ps.skip("lp-repack", near)
@@ -66,7 +66,7 @@ func SolveWith(in Input, opts Options) Result {
 		s.repack(false, true, memo)
 		memo.patterns = false
 	})
-	ps.run("rebalance+drain", 0, func() { s.tail(memo) })
+	ps.runNoted("rebalance+drain", func() string { return s.tail(memo) })
 	var r Result
 	ps.run("lower-bound", asgBudget, func() { r = s.result() })
 	r.Passes = ps.list
@@ -98,13 +98,14 @@ func placed(in Input, priorityFirst bool) *solver {
 const lpFarOff = 1.15
 
 // bothTailsNodes: plans of up to this many new nodes run the tail in both orders and keep the
-// cheaper plan (each order wins on some inputs; on small plans the second run costs little).
+// cheaper plan (each order wins on some inputs; on small plans the second run costs little). Larger
+// plans run one order, and the pass report says so.
 const bothTailsNodes = 64
 
 // tail runs the local moves over the finished plan: rebalance (pairs re-split) then drain
 // (emptying small nodes into others' room), and on small plans also drain then rebalance,
-// keeping whichever plan is cheaper.
-func (s *solver) tail(memo *passMemo) {
+// keeping whichever plan is cheaper. It returns a note for the pass report when it ran one order.
+func (s *solver) tail(memo *passMemo) string {
 	live := 0
 	for _, n := range s.open {
 		if len(n.pods) > 0 {
@@ -114,7 +115,7 @@ func (s *solver) tail(memo *passMemo) {
 	if live > bothTailsNodes {
 		s.rebalance(memo)
 		s.drain()
-		return
+		return fmt.Sprintf("one order (rebalance, drain): the plan has %d nodes with pods; both orders run up to %d", live, bothTailsNodes)
 	}
 	snap := s.snapshot()
 	s.rebalance(memo)
@@ -130,6 +131,7 @@ func (s *solver) tail(memo *passMemo) {
 		s.drain()
 		s.rebalance(memo)
 	}
+	return ""
 }
 
 // droppedDomains says which zones and capacity types the plan could not use because the

@@ -135,6 +135,9 @@ func consolidationWhatIf(in solver.Input, objs objects, settings whatIfSettings,
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\nCost:         $%.4f/h → $%.4f/h (saves $%.4f/h)\nPlan time:    %s\n",
 		plan.CostBefore, plan.CostAfter, plan.CostBefore-plan.CostAfter, formatDuration(elapsed.Seconds()))
+	if sr := plan.Search; sr.Sets > 0 {
+		fmt.Fprintf(w, "Search:       %d candidate sets, %d solved, %d skipped (their bound could not beat the best)\n", sr.Sets, sr.Solved, sr.Skipped)
+	}
 	return nil
 }
 
