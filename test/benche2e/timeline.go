@@ -104,7 +104,14 @@ func (t *timeline) begin() {
 	t.start = time.Now()
 }
 
-func (t *timeline) since() time.Duration { return time.Since(t.start) }
+// since is the time from the run's start; 0 before it (the floor registers its nodes before the run
+// starts, and those are not milestones of the run).
+func (t *timeline) since() time.Duration {
+	if t.start.IsZero() {
+		return 0
+	}
+	return time.Since(t.start)
+}
 
 func (t *timeline) pod(pod *corev1.Pod) {
 	t.mu.Lock()
