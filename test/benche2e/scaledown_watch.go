@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"k8s.io/apimachinery/pkg/fields"
 	"net"
 	"net/http"
 	"strings"
@@ -32,7 +33,7 @@ type evictionWatch struct {
 func watchEvictions(ctx context.Context, cfg *rest.Config, since time.Time) *evictionWatch {
 	w := &evictionWatch{since: since, seen: map[string]bool{}}
 	cs := kubernetes.NewForConfigOrDie(cfg)
-	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "default", nil)
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "default", fields.Everything())
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    w.observe,

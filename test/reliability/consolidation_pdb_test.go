@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/fields"
 	"sort"
 	"strings"
 	"sync"
@@ -120,7 +121,7 @@ func (s *stack) watchPods(ctx context.Context, shutdown time.Duration) *podWatch
 	w := &podWatch{kube: s.kube, shutdown: shutdown, pods: map[types.UID]*corev1.Pod{}, terminatingSince: map[types.UID]time.Time{},
 		inViolation: map[string]bool{}, unschedulable: map[string]bool{}}
 	cs := kubernetes.NewForConfigOrDie(s.env.Config)
-	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "default", nil)
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "default", fields.Everything())
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.observe(obj, false) },
