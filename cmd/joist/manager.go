@@ -65,7 +65,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	p := &f.controllers.Provisioning
 	fs.DurationVar(&p.BatchIdleDuration, "batch-idle-duration", p.BatchIdleDuration, "Close a provisioning batch when no new pending pod arrived for this long.")
 	fs.DurationVar(&p.BatchMaxDuration, "batch-max-duration", p.BatchMaxDuration, "Close a provisioning batch this long after its first pod, however busy.")
-	fs.DurationVar(&p.BatchSettleDuration, "batch-settle-duration", p.BatchSettleDuration, "Close a provisioning batch of ReplicaSet, StatefulSet and Job pods once no new pod arrived for this long and those workloads have created all their pods (0: idle and max windows only).")
+	fs.DurationVar(&p.BatchSettleDuration, "batch-settle-duration", p.BatchSettleDuration, "Close a provisioning batch once the kube-scheduler has tried every pod of it, no new pod arrived for this long and its ReplicaSets, StatefulSets and Jobs have created all their pods (0: idle and max windows only).")
 	fs.DurationVar(&f.controllers.NodeClaim.RegistrationTimeout, "registration-timeout", f.controllers.NodeClaim.RegistrationTimeout, "Delete a launched NodeClaim whose Node did not register within this.")
 	n := &f.controllers.Nomination
 	fs.DurationVar(&n.NominationTTL, "nomination-ttl", n.NominationTTL, "How long after its NodeClaim initialized a pod's nomination still counts; a pod still pending then is planned again.")
