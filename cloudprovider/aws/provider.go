@@ -2,7 +2,6 @@ package aws
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -122,29 +121,20 @@ func (p *CloudProvider) ClusterName() string { return p.opts.ClusterName }
 // GetInstanceTypes returns what the pool's EC2NodeClass can launch. A NodeClass that is missing
 // or not Ready yet offers nothing (its status says why).
 func (p *CloudProvider) GetInstanceTypes(ctx context.Context, np *v1.NodePool) ([]*catalog.InstanceType, error) {
-	ref := np.Spec.Template.Spec.NodeClassRef
-	if ref == nil || ref.Group != awsv1.GroupVersion.Group || ref.Kind != "EC2NodeClass" {
-		return nil, nil
-	}
 	nc := &awsv1.EC2NodeClass{}
-	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
-		return nil, client.IgnoreNotFound(fmt.Errorf("getting EC2NodeClass %s: %w", ref.Name, err))
-	}
-	if !nc.IsTrue(awsv1.ConditionTypeReady) {
-		return nil, nil
+	if ready, err := cloudprovider.GetReadyPoolNodeClass(ctx, p.kube, nodeClassKind, np, nc, awsv1.ConditionTypeReady); !ready {
+		return nil, err
 	}
 	return p.instanceTypes(ctx, nc)
 }
 
+var nodeClassKind = cloudprovider.NodeClassKind{Group: awsv1.GroupVersion.Group, Kind: "EC2NodeClass"}
+
 // nodeClass returns the claim's Ready EC2NodeClass.
 func (p *CloudProvider) nodeClass(ctx context.Context, claim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
-	ref := claim.Spec.NodeClassRef
-	if ref == nil || ref.Group != awsv1.GroupVersion.Group || ref.Kind != "EC2NodeClass" {
-		return nil, fmt.Errorf("nodeclaim %s references %v; the aws provider needs a karpenter.k8s.aws EC2NodeClass", claim.Name, ref)
-	}
 	nc := &awsv1.EC2NodeClass{}
-	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
-		return nil, fmt.Errorf("getting EC2NodeClass %s: %w", ref.Name, err)
+	if err := cloudprovider.GetClaimNodeClass(ctx, p.kube, nodeClassKind, claim, nc); err != nil {
+		return nil, err
 	}
 	return nc, nil
 }

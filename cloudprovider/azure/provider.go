@@ -2,7 +2,6 @@ package azure
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
@@ -109,29 +108,20 @@ func (p *CloudProvider) Options() Options { return p.opts }
 // GetInstanceTypes returns what the pool's AKSNodeClass can launch; nothing while the class is
 // missing or not Ready (its status says why).
 func (p *CloudProvider) GetInstanceTypes(ctx context.Context, np *v1.NodePool) ([]*catalog.InstanceType, error) {
-	ref := np.Spec.Template.Spec.NodeClassRef
-	if ref == nil || ref.Group != azv1beta1.GroupVersion.Group || ref.Kind != "AKSNodeClass" {
-		return nil, nil
-	}
 	nc := &azv1beta1.AKSNodeClass{}
-	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
-		return nil, client.IgnoreNotFound(fmt.Errorf("getting AKSNodeClass %s: %w", ref.Name, err))
-	}
-	if !nc.IsTrue(azv1beta1.ConditionTypeReady) {
-		return nil, nil
+	if ready, err := cloudprovider.GetReadyPoolNodeClass(ctx, p.kube, nodeClassKind, np, nc, azv1beta1.ConditionTypeReady); !ready {
+		return nil, err
 	}
 	return p.instanceTypes(ctx, nc)
 }
 
+var nodeClassKind = cloudprovider.NodeClassKind{Group: azv1beta1.GroupVersion.Group, Kind: "AKSNodeClass"}
+
 // nodeClass returns the claim's AKSNodeClass.
 func (p *CloudProvider) nodeClass(ctx context.Context, claim *v1.NodeClaim) (*azv1beta1.AKSNodeClass, error) {
-	ref := claim.Spec.NodeClassRef
-	if ref == nil || ref.Group != azv1beta1.GroupVersion.Group || ref.Kind != "AKSNodeClass" {
-		return nil, fmt.Errorf("nodeclaim %s references %v; the azure provider needs a karpenter.azure.com AKSNodeClass", claim.Name, ref)
-	}
 	nc := &azv1beta1.AKSNodeClass{}
-	if err := p.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nc); err != nil {
-		return nil, fmt.Errorf("getting AKSNodeClass %s: %w", ref.Name, err)
+	if err := cloudprovider.GetClaimNodeClass(ctx, p.kube, nodeClassKind, claim, nc); err != nil {
+		return nil, err
 	}
 	return nc, nil
 }

@@ -127,14 +127,12 @@ func (c *CloudProvider) injectFailure() bool {
 	return c.rng.Float64() < c.opts.ErrorRate
 }
 
+var nodeClassKind = cloudprovider.NodeClassKind{Group: kwokv1alpha1.GroupVersion.Group, Kind: "KWOKNodeClass"}
+
 func (c *CloudProvider) nodeClass(ctx context.Context, nc *v1.NodeClaim) (*kwokv1alpha1.KWOKNodeClass, error) {
-	ref := nc.Spec.NodeClassRef
-	if ref == nil || ref.Group != kwokv1alpha1.GroupVersion.Group || ref.Kind != "KWOKNodeClass" {
-		return nil, fmt.Errorf("nodeclaim %s references %v, the kwok cloud needs a %s KWOKNodeClass", nc.Name, ref, kwokv1alpha1.GroupVersion.Group)
-	}
 	nodeClass := &kwokv1alpha1.KWOKNodeClass{}
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, nodeClass); err != nil {
-		return nil, fmt.Errorf("getting KWOKNodeClass %s: %w", ref.Name, err)
+	if err := cloudprovider.GetClaimNodeClass(ctx, c.kube, nodeClassKind, nc, nodeClass); err != nil {
+		return nil, err
 	}
 	return nodeClass, nil
 }
