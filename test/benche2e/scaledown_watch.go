@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"io"
 	"k8s.io/apimachinery/pkg/fields"
 	"net"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/joist-dev/joist/test/env"
 )
 
 // evictionWatch counts, through a watch on the pods (KWOK deletes an evicted pod at once, so a poll
@@ -97,31 +94,9 @@ func metricsFlags() ([]string, string, error) {
 func scrapeSums(ctx context.Context, url string, names ...string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	families, err := env.ScrapeMetrics(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, name := range names {
-		if f := families[name]; f != nil {
-			for _, m := range f.Metric {
-				out[name] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out, nil
+	return env.SumSeries(families, names...), nil
 }

@@ -3,7 +3,6 @@ package env
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // ManagerOptions says how to run the joist binary as a child process against an Env.
@@ -130,24 +127,7 @@ func (m *Manager) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, er
 	if m.metricsPort == 0 {
 		return nil, fmt.Errorf("the manager was started without ManagerOptions.Metrics")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", m.metricsPort), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scraping the manager's metrics: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping the manager's metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the manager's metrics: %w", err)
-	}
-	return families, nil
+	return ScrapeMetrics(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", m.metricsPort))
 }
 
 // Stop asks the manager to shut down (SIGTERM) and kills it after grace.

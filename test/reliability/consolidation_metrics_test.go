@@ -3,15 +3,11 @@ package reliability
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/joist-dev/joist/test/env"
 )
 
 // reservationSeries are the joist_disruption_* counters a consolidation trial reads from the
@@ -85,35 +81,13 @@ func (m *metricsScraper) scrapeNow(ctx context.Context, url string) {
 }
 
 func scrapeCounters(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	families, err := env.ScrapeMetrics(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(string(body)))
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, name := range reservationSeries {
-		if f := families[name]; f != nil {
-			for _, m := range f.Metric {
-				out[name] += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return out, nil
+	return env.SumSeries(families, reservationSeries...), nil
 }
 
 // reservationFigures are the reservation counters summed over the trial's processes.

@@ -1,0 +1,46 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// ScrapeMetrics reads and parses a Prometheus text endpoint (a manager's plain-HTTP metrics).
+func ScrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the manager's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the manager's metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the manager's metrics: %w", err)
+	}
+	return families, nil
+}
+
+// SumSeries sums each named counter or gauge over its labels (0 for a series not exported).
+func SumSeries(families map[string]*dto.MetricFamily, names ...string) map[string]float64 {
+	out := make(map[string]float64, len(names))
+	for _, name := range names {
+		if f := families[name]; f != nil {
+			for _, m := range f.Metric {
+				out[name] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
