@@ -110,7 +110,7 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	if err != nil {
 		return r, err
 	}
-	metricsArgs, metricsURL, err := metricsFlags()
+	metricsArgs, metricsURL, err := env.PlainMetricsArgs()
 	if err != nil {
 		return r, err
 	}

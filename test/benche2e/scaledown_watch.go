@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"k8s.io/apimachinery/pkg/fields"
-	"net"
 	"sync"
 	"time"
 
@@ -77,17 +76,6 @@ func podEvicted(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// metricsFlags serve the manager's metrics over plain HTTP on a free loopback port.
-func metricsFlags() ([]string, string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=false"}, "http://" + addr + "/metrics", nil
 }
 
 // scrapeSums reads the manager's metrics and sums each named series over its labels.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -43,4 +44,15 @@ func SumSeries(families map[string]*dto.MetricFamily, names ...string) map[strin
 		}
 	}
 	return out
+}
+
+// PlainMetricsArgs are manager flags serving its /metrics over plain HTTP on a free loopback port,
+// and the URL to scrape them at.
+func PlainMetricsArgs() ([]string, string, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=false"}, "http://" + addr + "/metrics", nil
 }

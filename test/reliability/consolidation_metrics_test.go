@@ -3,7 +3,6 @@ package reliability
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -19,17 +18,6 @@ var reservationSeries = []string{
 	"joist_disruption_reservations_taken_total",
 	"joist_disruption_reservations_unused_total",
 	"joist_disruption_repeated_evictions_total",
-}
-
-// freeMetricsArgs are manager flags serving plain-HTTP metrics on a free loopback port.
-func freeMetricsArgs() ([]string, string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", err
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=false"}, "http://" + addr + "/metrics", nil
 }
 
 // metricsScraper scrapes the running manager every interval and keeps, per process start, the last

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joist-dev/joist/test/env"
 )
 
 // consolidatedBound is how far above the solver's from-scratch plan for the remaining pods the
@@ -81,7 +83,7 @@ func TestCrashDuringConsolidation(t *testing.T) {
 func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, quiet, timeout, shutdown time.Duration) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	metricsArgs, metricsURL, err := freeMetricsArgs()
+	metricsArgs, metricsURL, err := env.PlainMetricsArgs()
 	if err != nil {
 		t.Fatal(err)
 	}
