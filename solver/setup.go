@@ -56,7 +56,7 @@ func (s *solver) zone(name string) int {
 	if i, ok := s.zoneIdx[name]; ok {
 		return i
 	}
-	if len(s.zones) >= 64 {
+	if len(s.zones) >= maxDomains {
 		s.droppedZones = appendNew(s.droppedZones, name)
 		return -1
 	}
@@ -70,7 +70,7 @@ func (s *solver) ct(name string) int {
 	if i, ok := s.ctIdx[name]; ok {
 		return i
 	}
-	if len(s.cts) >= 64 {
+	if len(s.cts) >= maxDomains {
 		s.droppedCTs = appendNew(s.droppedCTs, name)
 		return -1
 	}
@@ -94,13 +94,25 @@ func (s *solver) setup() {
 	s.zoneIdx, s.ctIdx = map[string]int{}, map[string]int{}
 	var zones, cts []string
 	for _, pi := range s.in.NodePools {
+		// Only the zones and capacity types a pool's requirements admit count towards the 64 of
+		// each the masks hold (a catalog may offer more than a pool may use).
+		admits := func(string, string) bool { return true }
+		if pi.NodePool != nil {
+			if reqs, err := requirements.ForNodePool(pi.NodePool); err == nil {
+				zr, zok := reqs.Get(v1.LabelTopologyZone)
+				cr, cok := reqs.Get(v1.CapacityTypeLabelKey)
+				admits = func(z, c string) bool { return (!zok || zr.Has(z)) && (!cok || cr.Has(c)) }
+			}
+		}
 		for _, it := range pi.InstanceTypes {
 			if it == nil {
 				continue
 			}
 			for _, o := range it.Offerings {
-				zones = append(zones, o.Zone)
-				cts = append(cts, o.CapacityType)
+				if admits(o.Zone, o.CapacityType) {
+					zones = append(zones, o.Zone)
+					cts = append(cts, o.CapacityType)
+				}
 			}
 		}
 	}
@@ -210,7 +222,11 @@ func (s *solver) buildTypes(p *pool, its []*catalog.InstanceType) {
 			if !o.Available {
 				continue
 			}
-			z, c := s.zoneIdx[o.Zone], s.ctIdx[o.CapacityType]
+			z, zok := s.zoneIdx[o.Zone]
+			c, cok := s.ctIdx[o.CapacityType]
+			if !zok || !cok { // beyond the 64 the masks hold (droppedZones, droppedCTs)
+				continue
+			}
 			if p.zoneMask&(1<<uint(z)) == 0 || p.ctMask&(1<<uint(c)) == 0 {
 				continue
 			}

@@ -84,6 +84,7 @@ func placed(in Input, priorityFirst bool) *solver {
 	s.buildClasses()
 	s.registerExistingAnti()
 	s.resolveMembership()
+	s.refuseBeyondDomains()
 	s.countExisting()
 	s.orderClasses()
 	s.pendingPrices()
@@ -135,14 +136,14 @@ func (s *solver) tail(memo *passMemo) string {
 }
 
 // droppedDomains says which zones and capacity types the plan could not use because the
-// solver's bitmasks hold 64 of each ("" when none was dropped).
+// solver's bitmasks hold maxDomains of each ("" when none was dropped).
 func (s *solver) droppedDomains() string {
 	var out []string
 	if n := len(s.droppedZones); n > 0 {
-		out = append(out, fmt.Sprintf("%d zone(s) beyond the first 64 were left out (offerings there not used), first %s", n, s.droppedZones[0]))
+		out = append(out, fmt.Sprintf("%d zone(s) beyond the first %d were left out (offerings there not used; pods whose placement depends on the zone refused), first %s", n, maxDomains, s.droppedZones[0]))
 	}
 	if n := len(s.droppedCTs); n > 0 {
-		out = append(out, fmt.Sprintf("%d capacity type(s) beyond the first 64 were left out (offerings there not used), first %s", n, s.droppedCTs[0]))
+		out = append(out, fmt.Sprintf("%d capacity type(s) beyond the first %d were left out (offerings there not used; pods selecting a capacity type refused), first %s", n, maxDomains, s.droppedCTs[0]))
 	}
 	return strings.Join(out, "; ")
 }

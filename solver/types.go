@@ -130,6 +130,9 @@ const (
 	CauseLimits Cause = "Limits"
 	// CauseTopology: topology spread, pod affinity or anti-affinity leave no domain for the pod.
 	CauseTopology Cause = "Topology"
+	// CauseDomainLimit: the NodePools and nodes span more zones (or capacity types) than the
+	// solver tells apart (64) and the pod's placement depends on its zone (or capacity type).
+	CauseDomainLimit Cause = "DomainLimit"
 	// CauseNoCapacity: nothing at all could take the pod (no NodePool and no fitting node).
 	CauseNoCapacity Cause = "NoCapacity"
 )
