@@ -40,9 +40,18 @@ const diveBudget = 3 * patternBudget
 
 // diveRounds: pricing rounds per re-solve of the residual during the dive (the first solve
 // generates until no pattern prices out).
-const diveRounds = 2
+const diveRounds = 1
+
+// tailOff, tailOffRounds: column generation stops once tailOffRounds pricing rounds together
+// lowered the LP's value by less than tailOff of it (the classic tail-off of column generation:
+// the last rounds add many columns for a fraction of a percent).
+const (
+	tailOff       = 0.002
+	tailOffRounds = 2
+)
 
 type patKind struct {
+	id     int // its index in patternLP.kinds
 	t      int
 	zm, cm uint64
 	zone   int // the zone when zm has one bit, else -1
@@ -69,6 +78,14 @@ type patternLP struct {
 	// exhaust: column generation spent patternBudget and stopped; stopped: the dive spent
 	// diveBudget and left the rest to the greedy packing.
 	exhaust, stopped bool
+	// tailedOff: a column generation stopped at its tail-off (generate).
+	tailedOff bool
+	// okMask[k][g]: item g may use kind k (kinds[k].ok as a mask).
+	okMask [][]bool
+	// byRes[ri]: for the pricing round under way, the items with pods left and positive dual by
+	// worth per unit of resource rows[ri], best first (items needing none of it first, by worth);
+	// the order does not depend on the kind, so every kind's pricing filters it instead of sorting.
+	byRes [][]int
 	// basis is the last solve's optimal basis, for the residual need basisNeed: the next solve
 	// for the same need (only columns added) starts from it.
 	basis     []int
@@ -139,6 +156,9 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 	memo.patternWork += lp.work
 	memo.patternOut = memo.patternOut || lp.exhaust
 	s.tally.work += lp.work
+	if lp.tailedOff {
+		s.tally.patTailed++
+	}
 	if lp.exhaust {
 		s.tally.patCut++
 		s.tally.patCols += len(lp.pats)
@@ -274,7 +294,13 @@ func (s *solver) newPatternLP(p *pool, items []*item) *patternLP {
 				}
 			}
 			if len(k.ok) > 0 {
+				k.id = len(lp.kinds)
 				lp.kinds = append(lp.kinds, k)
+				mask := make([]bool, len(items))
+				for _, gi := range k.ok {
+					mask[gi] = true
+				}
+				lp.okMask = append(lp.okMask, mask)
 			}
 		}
 	}
@@ -484,6 +510,7 @@ func (lp *patternLP) solve() (pi, x []float64) {
 // price runs the pricing problem of every kind at duals pi and adds the patterns whose reduced
 // cost is negative; it reports whether any was added.
 func (lp *patternLP) price(pi []float64) bool {
+	lp.orderByResource(pi)
 	added := false
 	for ki := range lp.kinds {
 		k := &lp.kinds[ki]
@@ -522,6 +549,12 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 	ord := make([]int, len(cands))
 	used := lp.s.d.zero()
 	for o := 0; o < nOrders; o++ {
+		if o >= 2 {
+			ord = lp.kindOrder(ord[:0], o-2, k)
+			lp.fillOrder(t, ord, used, pi, &fills, &worths)
+			continue
+		}
+		ord = ord[:len(cands)]
 		for _, gi := range cands {
 			size := 0.0
 			for ri, r := range lp.rows {
@@ -539,22 +572,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 		}
 		copy(ord, cands)
 		sort.SliceStable(ord, func(a, b int) bool { return key[ord[a]] > key[ord[b]] })
-		for r := range used {
-			used[r] = 0
-		}
-		counts := map[int]int{}
-		worth := 0.0
-		for _, gi := range ord {
-			n := fitCount(used, lp.items[gi].c.req, t.alloc, lp.need[gi])
-			if n <= 0 {
-				continue
-			}
-			addTimes(used, lp.items[gi].c.req, n)
-			counts[gi] = n
-			worth += float64(n) * pi[gi]
-		}
-		lp.work += float64(len(cands) * 100) // sort, fill and the pattern map: ~100 steps per candidate
-		fills, worths = append(fills, counts), append(worths, worth)
+		lp.fillOrder(t, ord, used, pi, &fills, &worths)
 	}
 	// The pair fills cost more; they run when no greedy fill prices out.
 	priced := false
@@ -613,10 +631,20 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 // generate alternates solving and pricing until no pattern prices out, rounds pricing rounds
 // were run, or the budget is spent.
 func (lp *patternLP) generate(rounds int) (pi, x []float64) {
+	var zs []float64
 	for round := 0; ; round++ {
 		pi, x = lp.solve()
 		if lp.work > patternBudget {
 			lp.exhaust = true
+			return pi, x
+		}
+		z := 0.0
+		for j, v := range x {
+			z += v * lp.pats[j].price
+		}
+		zs = append(zs, z)
+		if n := len(zs); n > tailOffRounds && zs[n-1-tailOffRounds]-z <= tailOff*z {
+			lp.tailedOff = true
 			return pi, x
 		}
 		if round == rounds || !lp.price(pi) {
@@ -686,4 +714,60 @@ func (lp *patternLP) dive() []pattern {
 		take(lp.pats[bj])
 	}
 	return out
+}
+
+// fillOrder fills one node of type t with the items of ord in that order, each as many times as
+// fits, and appends the fill and its worth at duals pi.
+func (lp *patternLP) fillOrder(t *itype, ord []int, used resVec, pi []float64, fills *[]map[int]int, worths *[]float64) {
+	for r := range used {
+		used[r] = 0
+	}
+	counts := map[int]int{}
+	worth := 0.0
+	for _, gi := range ord {
+		n := fitCount(used, lp.items[gi].c.req, t.alloc, lp.need[gi])
+		if n <= 0 {
+			continue
+		}
+		addTimes(used, lp.items[gi].c.req, n)
+		counts[gi] = n
+		worth += float64(n) * pi[gi]
+	}
+	lp.work += float64(len(ord) * 100) // sort, fill and the pattern map: ~100 steps per candidate
+	*fills, *worths = append(*fills, counts), append(*worths, worth)
+}
+
+// orderByResource sorts, for a pricing round at duals pi, the items with pods left and positive
+// dual by worth per unit of each resource row (byRes).
+func (lp *patternLP) orderByResource(pi []float64) {
+	var live []int
+	for gi, n := range lp.need {
+		if n > 0 && pi[gi] > 1e-12 {
+			live = append(live, gi)
+		}
+	}
+	lp.byRes = lp.byRes[:0]
+	for _, r := range lp.rows {
+		key := func(gi int) float64 {
+			if q := lp.items[gi].c.req[r]; q > 0 {
+				return pi[gi] / float64(q)
+			}
+			return math.MaxFloat64 / 4 * math.Min(pi[gi], 1) // needs none of r: first, by worth
+		}
+		ord := append([]int(nil), live...)
+		sort.SliceStable(ord, func(a, b int) bool { return key(ord[a]) > key(ord[b]) })
+		lp.byRes = append(lp.byRes, ord)
+		lp.work += float64(len(live) * 20)
+	}
+}
+
+// kindOrder appends to dst the items kind k may use in the order byRes[ri].
+func (lp *patternLP) kindOrder(dst []int, ri int, k *patKind) []int {
+	mask := lp.okMask[k.id]
+	for _, gi := range lp.byRes[ri] {
+		if mask[gi] {
+			dst = append(dst, gi)
+		}
+	}
+	return dst
 }

@@ -49,8 +49,15 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 			}
 		}
 	}
-	for _, r := range rows {
-		addTop(func(g int) float64 { return pi[g] / math.Max(share(g, r), 1e-9) })
+	var top []int
+	for ri := range rows {
+		top = lp.kindOrder(top[:0], ri, k)
+		for _, g := range top[:min(perResource, len(top))] {
+			if !inS[g] {
+				inS[g] = true
+				S = append(S, g)
+			}
+		}
 	}
 	addTop(func(g int) float64 { return key[g] })
 	sort.Ints(S)
@@ -127,18 +134,13 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 func (lp *patternLP) worthBound(k *patKind, pi []float64, cands []int) float64 {
 	alloc := lp.p.types[k.t].alloc
 	bound := math.Inf(1)
-	ord := make([]int, len(cands))
-	for _, r := range lp.rows {
-		copy(ord, cands)
-		free := false
-		for _, g := range ord {
-			free = free || lp.items[g].c.req[r] <= 0
-		}
-		if free { // some item needs none of r: r bounds nothing on its own
+	var ord []int
+	for ri, r := range lp.rows {
+		// cands in the round's order for r (byRes): items needing none of r come first.
+		ord = lp.kindOrder(ord[:0], ri, k)
+		if len(ord) > 0 && lp.items[ord[0]].c.req[r] <= 0 { // r bounds nothing on its own
 			continue
 		}
-		ratio := func(g int) float64 { return pi[g] / float64(lp.items[g].c.req[r]) }
-		sort.Slice(ord, func(a, b int) bool { return ratio(ord[a]) > ratio(ord[b]) })
 		room, worth := float64(alloc[r]), 0.0
 		for _, g := range ord {
 			q := float64(lp.items[g].c.req[r])
