@@ -51,7 +51,7 @@ type consolidationOutcome struct {
 // consolidation passes on the same clusters (consolidatebench): 1,000 under-used nodes, 1,000 full
 // ones and issue #21's round-robin cluster (1,000 nodes of 4/8/16 vCPU, 30–40 % used, 400 types).
 // Times are CPU seconds (user+system of this process): the machine is shared.
-func runConsolidation(nodes int, clusters []string, stdout, stderr io.Writer) error {
+func runConsolidation(nodes int, clusters, methods []string, stdout, stderr io.Writer) error {
 	want := map[string]bool{}
 	for _, c := range clusters {
 		want[strings.TrimSpace(c)] = true
@@ -73,7 +73,8 @@ func runConsolidation(nodes int, clusters []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stdout, "%-10s joist      whole cluster: %7.2fs  commands %d  removed %4d  launched %3d  saves $%.2f/h of $%.2f/h\n",
 			tc.name, j.Seconds, j.Commands, j.Removed, j.Launched, j.Savings, plan.CostBefore)
-		for _, method := range []string{"multi", "single"} {
+		for _, method := range methods {
+			method = strings.TrimSpace(method)
 			u, err := upstreamConsolidation(tc.in, method)
 			if err != nil {
 				return fmt.Errorf("%s %s: %w", tc.name, method, err)
@@ -101,17 +102,27 @@ func upstreamConsolidation(in solver.ConsolidationInput, method string) (consoli
 	}
 	cloud.InstanceTypes = all
 	// karpenter.sh/v1 registers itself in client-go's scheme.
-	kube := fakecr.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
+	fakeKube := fakecr.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 		WithStatusSubresource(&karpv1.NodeClaim{}, &karpv1.NodePool{}).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
 		WithIndex(&corev1.Node{}, "spec.providerID", func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }).
 		WithIndex(&karpv1.NodeClaim{}, "status.providerID", func(o client.Object) []string { return []string{o.(*karpv1.NodeClaim).Status.ProviderID} }).
 		Build()
+	kube := newIndexedPods(fakeKube)
 	clk := &clock.RealClock{}
 	cluster := state.NewCluster(clk, kube, cloud)
 	for _, np := range u.nodePools {
 		// The fake provider manages only its own test NodeClass.
 		np.Spec.Template.Spec.NodeClassRef = &karpv1.NodeClassReference{Group: "karpenter.test.sh", Kind: "TestNodeClass", Name: "default"}
+		// The fake client applies no CRD defaults: give an unset disruption block the API server's
+		// (consolidateAfter 0s, WhenEmptyOrUnderutilized), else upstream sees consolidation disabled
+		// and finds no candidates (the round-robin cluster's pool sets none).
+		if np.Spec.Disruption.ConsolidateAfter.Duration == nil {
+			np.Spec.Disruption.ConsolidateAfter = karpv1.MustParseNillableDuration("0s")
+		}
+		if np.Spec.Disruption.ConsolidationPolicy == "" {
+			np.Spec.Disruption.ConsolidationPolicy = karpv1.ConsolidationPolicyWhenEmptyOrUnderutilized
+		}
 		if err := kube.Create(ctx, np); err != nil {
 			return consolidationOutcome{}, err
 		}
@@ -164,6 +175,7 @@ func upstreamConsolidation(in solver.ConsolidationInput, method string) (consoli
 			if err := kube.Create(ctx, pod); err != nil {
 				return consolidationOutcome{}, err
 			}
+			kube.add(pod)
 			if err := cluster.UpdatePod(ctx, pod); err != nil {
 				return consolidationOutcome{}, err
 			}

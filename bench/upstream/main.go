@@ -49,11 +49,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	consolidation := fs.Bool("consolidation", false, "run the consolidation side by side (under-used and full clusters) instead")
 	consolidationNodes := fs.Int("consolidation-nodes", 1000, "nodes of the consolidation clusters (10 pods each)")
 	consolidationClusters := fs.String("consolidation-clusters", "underused,full,roundrobin", "comma-separated consolidation clusters: underused, full, roundrobin")
+	consolidationMethods := fs.String("consolidation-methods", "multi,single", "comma-separated upstream consolidation passes to time: multi, single")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *consolidation {
-		return runConsolidation(*consolidationNodes, strings.Split(*consolidationClusters, ","), stdout, stderr)
+		return runConsolidation(*consolidationNodes, strings.Split(*consolidationClusters, ","), strings.Split(*consolidationMethods, ","), stdout, stderr)
 	}
 	ns, err := parseSizes(*sizes, "-sizes")
 	if err != nil {
