@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type size struct {
@@ -46,6 +49,7 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime; its output is not the report
 	ctx := context.Background()
 	var rows, passRows []string
 	for _, sz := range ss {
@@ -75,7 +79,7 @@ func main() {
 
 const header = `Stand-ins: kube-scheduler and KWOK do not run at these sizes on this machine; a test binder (binds
 pods where Joist nominated them, else first fit, counting nominated room as taken) and a node faker
-(marks new Nodes Ready) replace them. Apiserver requests are all clients' (manager, binder, faker,
+(marks new Nodes Ready and lifts the not-ready taint, as kube-controller-manager would) replace them. Apiserver requests are all clients' (manager, binder, faker,
 pod creation): the floor rows show the harness's own share.
 
 | pods / nodes planned | run | nodes bought | empty at end | peak RSS MiB | pending→all bound | CPU-s | CPU-s per 1k pods | apiserver requests by verb |

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,8 +157,8 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 		}
 		return stand.bound.Load() >= int64(sz.pods), nil
 	}); err != nil {
-		return res, fmt.Errorf("%d of %d pods bound after %s (%d unschedulable in the last cycle): %w", stand.bound.Load(), sz.pods, timeout,
-			stand.unscheduled.Load(), err)
+		return res, fmt.Errorf("%d of %d pods bound after %s (%d unschedulable in the last cycle; %s): %w", stand.bound.Load(), sz.pods, timeout,
+			stand.unscheduled.Load(), stand.diagnose(), err)
 	}
 	res.bound = time.Since(start)
 	if res.joist {
@@ -222,7 +223,8 @@ func setUpPool(ctx context.Context, kube client.Client) error {
 	return nil
 }
 
-// registerPlannedNode creates one of the floor's nodes, Ready, with the planned type's allocatable.
+// registerPlannedNode creates one of the floor's nodes, Ready and untainted, with the planned type's
+// allocatable.
 func registerPlannedNode(ctx context.Context, kube client.Client, i int) error {
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(allocCPU, resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse(allocMemory), corev1.ResourcePods: *resource.NewQuantity(allocPods, resource.DecimalSI)}
@@ -233,7 +235,12 @@ func registerPlannedNode(ctx context.Context, kube client.Client, i int) error {
 	}
 	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady,
 		Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	return kube.Status().Update(ctx, n)
+	if err := kube.Status().Update(ctx, n); err != nil {
+		return err
+	}
+	// The apiserver's TaintNodesByCondition admission tainted it not-ready on creation; a registered
+	// node's lifecycle controller has lifted that taint by now.
+	return kube.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"taints":null}}`)))
 }
 
 func createPod(ctx context.Context, kube client.Client, i int, cpu resource.Quantity) error {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -22,7 +24,7 @@ import (
 // (the node the pod is nominated to when it fits, else the first Ready node that fits and whose
 // taints it tolerates; room held by pods nominated to a node counts as taken, as the scheduler
 // counts it; a pod that fits nowhere is marked PodScheduled=False/Unschedulable once), and a node
-// faker that marks every new Node Ready. Both read through one informer each, so their own
+// faker that marks every new Node Ready and lifts the not-ready taint as the node lifecycle controller would. Both read through one informer each, so their own
 // apiserver traffic is the binds, the status patches and one watch per kind.
 type standIn struct {
 	cs    kubernetes.Interface
@@ -32,7 +34,7 @@ type standIn struct {
 	mu          sync.Mutex
 	assumed     map[types.UID]string // bound by us, not yet seen bound
 	marked      map[types.UID]bool   // marked Unschedulable once
-	readied     map[string]bool
+	actedOn     map[string]string    // node name → resource version readyNodes patched
 	bound       atomic.Int64
 	unscheduled atomic.Int64
 	work        chan func()
@@ -46,7 +48,7 @@ func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) 
 		return nil, fmt.Errorf("stand-in informers did not sync")
 	}
 	s := &standIn{cs: cs, pods: pods.GetStore(), nodes: nodes.GetStore(), assumed: map[types.UID]string{}, marked: map[types.UID]bool{},
-		readied: map[string]bool{}, work: make(chan func(), 100000)}
+		actedOn: map[string]string{}, work: make(chan func(), 100000)}
 	for range 16 {
 		go func() {
 			for {
@@ -67,9 +69,7 @@ func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) 
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if fakeNodes {
-					s.readyNodes(ctx)
-				}
+				s.readyNodes(ctx, fakeNodes)
 				s.schedule(ctx)
 			}
 		}
@@ -86,28 +86,59 @@ func ready(n *corev1.Node) bool {
 	return false
 }
 
-// readyNodes marks new Nodes Ready, as KWOK does for the nodes it manages.
-func (s *standIn) readyNodes(ctx context.Context) {
+// readyNodes plays the kubelet and the node lifecycle controller: it marks new Nodes Ready (as KWOK
+// does for the nodes it manages; only with fakeNodes) and takes the node.kubernetes.io/not-ready
+// taint, which the apiserver's TaintNodesByCondition admission puts on every new Node, off Ready
+// ones (as kube-controller-manager does). Each node is acted on once per resource version.
+func (s *standIn) readyNodes(ctx context.Context, fakeNodes bool) {
 	for _, o := range s.nodes.List() {
 		n := o.(*corev1.Node)
+		isReady := ready(n)
+		notReadyTaint := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if (isReady || !fakeNodes) && !notReadyTaint {
+			continue
+		}
+		if !isReady && !fakeNodes {
+			continue
+		}
 		s.mu.Lock()
-		done := s.readied[n.Name]
-		s.readied[n.Name] = true
+		done := s.actedOn[n.Name] == n.ResourceVersion
+		s.actedOn[n.Name] = n.ResourceVersion
 		s.mu.Unlock()
-		if done || ready(n) {
+		if done {
 			continue
 		}
 		name := n.Name
+		if !isReady {
+			s.work <- func() {
+				now := metav1.Now().UTC().Format(time.RFC3339)
+				body := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
+				if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status"); err != nil {
+					s.forget(name)
+				}
+			}
+			continue
+		}
+		taints := n.Spec.Taints
+		kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 		s.work <- func() {
-			now := metav1.Now().UTC().Format(time.RFC3339)
-			body := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
-			if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status"); err != nil {
-				s.mu.Lock()
-				delete(s.readied, name)
-				s.mu.Unlock()
+			// Test-then-replace: the manager lifts its own taints concurrently.
+			patch, err := json.Marshal([]map[string]any{{"op": "test", "path": "/spec/taints", "value": taints},
+				{"op": "replace", "path": "/spec/taints", "value": kept}})
+			if err == nil {
+				_, err = s.cs.CoreV1().Nodes().Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+			}
+			if err != nil {
+				s.forget(name) // retried on the next tick, against the taints then
 			}
 		}
 	}
+}
+
+func (s *standIn) forget(node string) {
+	s.mu.Lock()
+	delete(s.actedOn, node)
+	s.mu.Unlock()
 }
 
 type room struct {
@@ -273,4 +304,43 @@ func (s *standIn) emptyNodes() (nodes, empty int) {
 		}
 	}
 	return nodes, empty
+}
+
+// diagnose says why pods are still pending: how many nodes are Ready and schedulable, the taints
+// they carry, their allocatable, and where the pending pods are nominated.
+func (s *standIn) diagnose() string {
+	var nodes, readyN, cordoned int
+	taints := map[string]int{}
+	allocs := map[string]int{}
+	for _, o := range s.nodes.List() {
+		n := o.(*corev1.Node)
+		nodes++
+		if ready(n) {
+			readyN++
+		}
+		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+			cordoned++
+		}
+		for _, t := range n.Spec.Taints {
+			taints[t.Key+":"+string(t.Effect)]++
+		}
+		a := n.Status.Allocatable
+		allocs[fmt.Sprintf("cpu=%s mem=%s pods=%s", a.Cpu(), a.Memory(), a.Pods())]++
+	}
+	var pending, nominated, nominatedMissing int
+	for _, o := range s.pods.List() {
+		p := o.(*corev1.Pod)
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		pending++
+		if nn := p.Status.NominatedNodeName; nn != "" {
+			nominated++
+			if _, ok, _ := s.nodes.GetByKey(nn); !ok {
+				nominatedMissing++
+			}
+		}
+	}
+	return fmt.Sprintf("nodes %d (Ready %d, cordoned or deleting %d), taints %v, allocatable %v; pending pods %d, nominated %d (%d to a node that does not exist)",
+		nodes, readyN, cordoned, taints, allocs, pending, nominated, nominatedMissing)
 }
