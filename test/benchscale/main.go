@@ -43,6 +43,7 @@ func main() {
 	floor := flag.Bool("floor", true, "Also run the floor at each size: the planned nodes registered beforehand, no manager.")
 	joist := flag.String("joist", "bin/joist", "The manager binary.")
 	out := flag.String("out", "bin/bench-scale.md", "Where to write the markdown report (also printed).")
+	profile := flag.String("profile", "", "Save the manager's pprof CPU profiles (20 s each, while the run lasts) and heap profiles (all bound, settled) in this folder, one sub-folder per size.")
 	timeout := flag.Duration("timeout", 30*time.Minute, "Longest wait for all pods bound at one size.")
 	flag.Parse()
 	ss, err := parseSizes(*sizes)
@@ -51,26 +52,29 @@ func main() {
 	}
 	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime; its output is not the report
 	ctx := context.Background()
-	var rows, passRows []string
+	var rows, passRows, timelines []string
 	for _, sz := range ss {
-		r, err := run(ctx, sz, *joist, *timeout)
+		r, err := run(ctx, sz, *joist, *timeout, *profile)
 		if err != nil {
 			fail(fmt.Errorf("joist at %d pods: %w", sz.pods, err))
 		}
 		fmt.Println(r.row())
 		fmt.Println(r.passRow())
 		rows = append(rows, r.row())
+		timelines = append(timelines, r.timelineRow())
 		passRows = append(passRows, r.passRow())
 		if *floor {
-			f, err := run(ctx, sz, "", *timeout)
+			f, err := run(ctx, sz, "", *timeout, "")
 			if err != nil {
 				fail(fmt.Errorf("floor at %d pods: %w", sz.pods, err))
 			}
 			fmt.Println(f.row())
+			timelines = append(timelines, f.timelineRow())
 			rows = append(rows, f.row(), fmt.Sprintf("| | **Joist / floor** | | | | %.2f× | | | |", r.bound.Seconds()/f.bound.Seconds()))
 		}
 	}
-	report := header + strings.Join(rows, "\n") + "\n\n" + passHeader + strings.Join(passRows, "\n") + "\n"
+	report := header + strings.Join(rows, "\n") + "\n\n" + timelineHeader + strings.Join(timelines, "\n") + "\n\n" + passHeader +
+		strings.Join(passRows, "\n") + "\n"
 	fmt.Print("\n" + report)
 	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
 		fail(err)
@@ -86,8 +90,12 @@ pod creation): the floor rows show the harness's own share.
 |---|---|---|---|---|---|---|---|---|
 `
 
+const timelineHeader = `Milestones, seconds after the first pod's creation (first–last; the floor's nodes exist before):
+
+`
+
 const passHeader = `Disruption loop once the pods are bound (every pass so far; apiserver requests of all clients
-during the settle window, ` + "30 s" + `, when only the manager runs):
+by verb and resource during the settle window, ` + "30 s" + `, when only the manager runs):
 
 | pods / nodes | passes | mean pass | pass p99 (bucket bound) | apiserver requests in the settle window |
 |---|---|---|---|---|

@@ -38,17 +38,26 @@ type standIn struct {
 	bound       atomic.Int64
 	unscheduled atomic.Int64
 	work        chan func()
+	timeline    *timeline
 }
 
 func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) (*standIn, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	pods, nodes := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer()
+	tl := newTimeline()
+	onNode, onPod := tl.handlers()
+	if _, err := nodes.AddEventHandler(onNode); err != nil {
+		return nil, err
+	}
+	if _, err := pods.AddEventHandler(onPod); err != nil {
+		return nil, err
+	}
 	f.Start(ctx.Done())
 	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
 		return nil, fmt.Errorf("stand-in informers did not sync")
 	}
 	s := &standIn{cs: cs, pods: pods.GetStore(), nodes: nodes.GetStore(), assumed: map[types.UID]string{}, marked: map[types.UID]bool{},
-		actedOn: map[string]string{}, work: make(chan func(), 100000)}
+		actedOn: map[string]string{}, work: make(chan func(), 100000), timeline: tl}
 	for range 16 {
 		go func() {
 			for {
