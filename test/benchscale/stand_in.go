@@ -37,8 +37,11 @@ type standIn struct {
 	actedOn     map[string]string    // node name → resource version readyNodes patched
 	bound       atomic.Int64
 	unscheduled atomic.Int64
-	work        chan func()
-	timeline    *timeline
+	// Separate queues, as separate processes do the work in a cluster: the node faker (kubelet and
+	// node lifecycle controller), the binds and the Unschedulable marks (the scheduler's). One queue
+	// for all left the nodes' taints waiting behind thousands of marks.
+	nodeWork, bindWork, markWork chan func()
+	timeline                     *timeline
 }
 
 func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) (*standIn, error) {
@@ -57,18 +60,21 @@ func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) 
 		return nil, fmt.Errorf("stand-in informers did not sync")
 	}
 	s := &standIn{cs: cs, pods: pods.GetStore(), nodes: nodes.GetStore(), assumed: map[types.UID]string{}, marked: map[types.UID]bool{},
-		actedOn: map[string]string{}, work: make(chan func(), 100000), timeline: tl}
-	for range 16 {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case w := <-s.work:
-					w()
+		actedOn: map[string]string{}, timeline: tl,
+		nodeWork: make(chan func(), 100000), bindWork: make(chan func(), 100000), markWork: make(chan func(), 100000)}
+	for queue, workers := range map[chan func()]int{s.nodeWork: 8, s.bindWork: 16, s.markWork: 4} {
+		for range workers {
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case w := <-queue:
+						w()
+					}
 				}
-			}
-		}()
+			}()
+		}
 	}
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -117,20 +123,22 @@ func (s *standIn) readyNodes(ctx context.Context, fakeNodes bool) {
 		if done {
 			continue
 		}
-		name := n.Name
-		if !isReady {
-			s.work <- func() {
+		name, taints := n.Name, n.Spec.Taints
+		s.nodeWork <- func() {
+			if !isReady {
 				now := metav1.Now().UTC().Format(time.RFC3339)
 				body := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
-				if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status"); err != nil {
+				patched, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+				if err != nil {
 					s.forget(name)
+					return
 				}
+				taints = patched.Spec.Taints // the lifecycle controller lifts the taint as soon as it sees Ready
 			}
-			continue
-		}
-		taints := n.Spec.Taints
-		kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
-		s.work <- func() {
+			if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+				return
+			}
+			kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 			// Test-then-replace: the manager lifts its own taints concurrently.
 			patch, err := json.Marshal([]map[string]any{{"op": "test", "path": "/spec/taints", "value": taints},
 				{"op": "replace", "path": "/spec/taints", "value": kept}})
@@ -273,7 +281,7 @@ func (s *standIn) bind(ctx context.Context, p *corev1.Pod, node string) {
 	s.assumed[p.UID] = node
 	s.mu.Unlock()
 	ns, name, uid := p.Namespace, p.Name, p.UID
-	s.work <- func() {
+	s.bindWork <- func() {
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 		if err := s.cs.CoreV1().Pods(ns).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 			s.mu.Lock()
@@ -292,7 +300,7 @@ func (s *standIn) markUnschedulable(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	ns, name := p.Namespace, p.Name
-	s.work <- func() {
+	s.markWork <- func() {
 		now := metav1.Now().UTC().Format(time.RFC3339)
 		body := fmt.Sprintf(`{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/%d nodes are available (benchscale stand-in binder)","lastTransitionTime":%q}]}}`,
 			len(s.nodes.ListKeys()), now)
