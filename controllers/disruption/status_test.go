@@ -20,7 +20,9 @@ type slowStatus struct {
 	inFlight, most, patches atomic.Int64
 }
 
-func (s *slowStatus) Status() client.SubResourceWriter { return slowStatusWriter{memStatus{s.memCache}, s} }
+func (s *slowStatus) Status() client.SubResourceWriter {
+	return slowStatusWriter{memStatus{s.memCache}, s}
+}
 
 type slowStatusWriter struct {
 	memStatus
