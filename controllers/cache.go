@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,8 +28,12 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:  {Transform: TrimPod},
-			&corev1.Node{}: {Transform: TrimNode},
+			&corev1.Pod{}:         {Transform: TrimPod},
+			&corev1.Node{}:        {Transform: TrimNode},
+			&appsv1.ReplicaSet{}:  {Transform: TrimWorkload},
+			&appsv1.Deployment{}:  {Transform: TrimWorkload},
+			&appsv1.StatefulSet{}: {Transform: TrimWorkload},
+			&batchv1.Job{}:        {Transform: TrimWorkload},
 		},
 	}
 }
@@ -86,4 +93,36 @@ func TrimNode(obj any) (any, error) {
 	node.Status.VolumesAttached = nil
 	node.Status.VolumesInUse = nil
 	return node, nil
+}
+
+// TrimWorkload is the transform of the workloads the provisioner asks whether they are still
+// creating pods (ReplicaSets, Deployments, StatefulSets, Jobs): it reads their replica counts,
+// pod-management policy, parallelism, completions, generations and status, never their pod
+// template — the largest part of each, and Deployments keep ten old ReplicaSets apiece. The template
+// and the StatefulSet's volume claim templates go, with managed fields and kubectl's last-applied
+// copy. (DaemonSets keep theirs: the snapshot reads the daemons' requests and tolerations.)
+func TrimWorkload(obj any) (any, error) {
+	switch w := obj.(type) {
+	case *appsv1.ReplicaSet:
+		trimWorkloadMeta(&w.ObjectMeta)
+		w.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.Deployment:
+		trimWorkloadMeta(&w.ObjectMeta)
+		w.Spec.Template = corev1.PodTemplateSpec{}
+	case *appsv1.StatefulSet:
+		trimWorkloadMeta(&w.ObjectMeta)
+		w.Spec.Template = corev1.PodTemplateSpec{}
+		w.Spec.VolumeClaimTemplates = nil
+	case *batchv1.Job:
+		trimWorkloadMeta(&w.ObjectMeta)
+		w.Spec.Template = corev1.PodTemplateSpec{}
+	default:
+		return cache.TransformStripManagedFields()(obj)
+	}
+	return obj, nil
+}
+
+func trimWorkloadMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	delete(m.Annotations, lastAppliedAnnotation)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,3 +113,49 @@ func TestNoWholeObjectWrites(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestTrimWorkloadKeepsWhatJoistReads(t *testing.T) {
+	replicas, parallelism := int32(3), int32(2)
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "w", Namespace: "ns", UID: "uid", Generation: 4,
+			Annotations:   map[string]string{corev1.LastAppliedConfigAnnotation: "{...}", "keep": "me"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}}
+	}
+	template := func() corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "img"}}}}
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: meta(), Spec: appsv1.ReplicaSetSpec{Replicas: &replicas, Template: template()}}
+	dep := &appsv1.Deployment{ObjectMeta: meta(), Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: template()},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3}}
+	sts := &appsv1.StatefulSet{ObjectMeta: meta(), Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Template: template(),
+		PodManagementPolicy: appsv1.ParallelPodManagement, VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{}}}}
+	job := &batchv1.Job{ObjectMeta: meta(), Spec: batchv1.JobSpec{Parallelism: &parallelism, Completions: &replicas, Template: template()},
+		Status: batchv1.JobStatus{Active: 1}}
+	for _, obj := range []metav1.Object{rs, dep, sts, job} {
+		if _, err := TrimWorkload(obj); err != nil {
+			t.Fatal(err)
+		}
+		if obj.GetManagedFields() != nil || obj.GetAnnotations()[corev1.LastAppliedConfigAnnotation] != "" || obj.GetAnnotations()["keep"] != "me" ||
+			obj.GetUID() != "uid" || obj.GetGeneration() != 4 {
+			t.Errorf("%T metadata after trim = %+v, want managed fields and last-applied gone, the rest kept", obj, obj)
+		}
+	}
+	if len(rs.Spec.Template.Spec.Containers) != 0 || *rs.Spec.Replicas != 3 {
+		t.Errorf("replicaset after trim = %+v, want the replicas without the template", rs.Spec)
+	}
+	if len(dep.Spec.Template.Spec.Containers) != 0 || dep.Status.ObservedGeneration != 3 {
+		t.Errorf("deployment after trim = %+v / %+v, want the status without the template", dep.Spec, dep.Status)
+	}
+	if len(sts.Spec.Template.Spec.Containers) != 0 || sts.Spec.VolumeClaimTemplates != nil || *sts.Spec.Replicas != 3 ||
+		sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("statefulset after trim = %+v, want replicas and policy without the templates", sts.Spec)
+	}
+	if len(job.Spec.Template.Spec.Containers) != 0 || *job.Spec.Parallelism != 2 || *job.Spec.Completions != 3 || job.Status.Active != 1 {
+		t.Errorf("job after trim = %+v / %+v, want parallelism, completions and status without the template", job.Spec, job.Status)
+	}
+	// Anything else only loses its managed fields.
+	ds := &appsv1.DaemonSet{ObjectMeta: meta(), Spec: appsv1.DaemonSetSpec{Template: template()}}
+	if _, err := TrimWorkload(ds); err != nil || ds.ManagedFields != nil || len(ds.Spec.Template.Spec.Containers) != 1 {
+		t.Errorf("daemonset after trim = %+v (%v), want only the managed fields gone", ds, err)
+	}
+}

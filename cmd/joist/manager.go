@@ -28,6 +28,7 @@ type managerFlags struct {
 	metricsSecure           bool
 	metricsCertDir          string
 	probeAddr               string
+	pprofAddr               string
 	webhookPort             int
 	webhookCertDir          string
 	enableHTTP2             bool
@@ -52,6 +53,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "Serve metrics over HTTPS, authenticating and authorizing each scrape (TokenReview and SubjectAccessReview for GET /metrics); false serves plain HTTP to anyone.")
 	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "", "Folder with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate generated at start).")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "Address the health and readiness probes bind to; \"0\" disables them.")
+	fs.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "Address Go's net/http/pprof profiles are served on (plain HTTP, no authentication: bind it to localhost); \"0\" disables them.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "", "Folder with tls.crt and tls.key for the webhook server (default: controller-runtime's standard cert dir).")
 	fs.BoolVar(&f.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the webhook and metrics servers (off: HTTP/2 Rapid Reset and Stream Cancellation, CVE-2023-44487/39325).")
@@ -159,6 +161,7 @@ func runManager(args []string) error {
 		Cache:                         controllers.CacheOptions(),
 		Metrics:                       f.metricsOptions(),
 		HealthProbeBindAddress:        f.probeAddr,
+		PprofBindAddress:              f.pprofAddr,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir, TLSOpts: f.tlsOpts()}),
 		LeaderElection:                f.enableLeaderElection,
 		LeaderElectionID:              "joist.karpenter.sh",

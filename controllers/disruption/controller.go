@@ -183,6 +183,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	c.forgetGone(cl)
+	writes := c.writes.writes.Load()
 	var errs []error
 	errs = append(errs, c.resumeCommands(ctx, cl))
 	c.restoreReservations(ctx, cl)
@@ -202,9 +203,12 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	// Re-read: the steps above wrote conditions and deleted claims the plan must see.
-	if err := c.refresh(ctx, cl); err != nil {
-		return err
+	// Re-read: the steps above wrote conditions and deleted claims the plan must see. A pass that
+	// wrote nothing (the idle case) plans on its first read, taken a moment ago.
+	if c.writes.writes.Load() != writes {
+		if err := c.refresh(ctx, cl); err != nil {
+			return err
+		}
 	}
 	return c.decide(ctx, cl, c.members(cl, c.clock.Now()))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,9 @@ type ownWrites struct {
 	mu      sync.Mutex
 	written map[string]writtenClaim
 	deleted map[string]time.Time
+	// writes counts every write through the loop's client, of any kind: a pass that made none need
+	// not read again what it read a moment ago.
+	writes atomic.Int64
 }
 
 type writtenClaim struct {
@@ -35,6 +39,7 @@ func newOwnWrites() *ownWrites {
 }
 
 func (w *ownWrites) wrote(obj client.Object) {
+	w.writes.Add(1)
 	nc, ok := obj.(*v1.NodeClaim)
 	if !ok {
 		return
@@ -45,6 +50,7 @@ func (w *ownWrites) wrote(obj client.Object) {
 }
 
 func (w *ownWrites) delete(obj client.Object) {
+	w.writes.Add(1)
 	if _, ok := obj.(*v1.NodeClaim); !ok {
 		return
 	}

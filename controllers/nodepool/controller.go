@@ -47,12 +47,15 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	stored := np.DeepCopy()
 	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+	// Read-only: each claim event of the pool reconciles it, and a deep copy of all its claims every
+	// time was quadratic in the claims while a thousand of them launched.
+	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
 	}
 	resources := corev1.ResourceList{}
 	var nodes int64
-	for _, nc := range claims.Items {
+	for i := range claims.Items {
+		nc := &claims.Items[i]
 		if !nc.DeletionTimestamp.IsZero() {
 			continue
 		}

@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 type size struct {
@@ -40,33 +43,38 @@ func main() {
 	floor := flag.Bool("floor", true, "Also run the floor at each size: the planned nodes registered beforehand, no manager.")
 	joist := flag.String("joist", "bin/joist", "The manager binary.")
 	out := flag.String("out", "bin/bench-scale.md", "Where to write the markdown report (also printed).")
+	profile := flag.String("profile", "", "Save the manager's pprof CPU profiles (20 s each, while the run lasts) and heap profiles (all bound, settled) in this folder, one sub-folder per size.")
 	timeout := flag.Duration("timeout", 30*time.Minute, "Longest wait for all pods bound at one size.")
 	flag.Parse()
 	ss, err := parseSizes(*sizes)
 	if err != nil {
 		fail(err)
 	}
+	ctrllog.SetLogger(logr.Discard()) // envtest logs through controller-runtime; its output is not the report
 	ctx := context.Background()
-	var rows, passRows []string
+	var rows, passRows, timelines []string
 	for _, sz := range ss {
-		r, err := run(ctx, sz, *joist, *timeout)
+		r, err := run(ctx, sz, *joist, *timeout, *profile)
 		if err != nil {
 			fail(fmt.Errorf("joist at %d pods: %w", sz.pods, err))
 		}
 		fmt.Println(r.row())
 		fmt.Println(r.passRow())
 		rows = append(rows, r.row())
+		timelines = append(timelines, r.timelineRow())
 		passRows = append(passRows, r.passRow())
 		if *floor {
-			f, err := run(ctx, sz, "", *timeout)
+			f, err := run(ctx, sz, "", *timeout, "")
 			if err != nil {
 				fail(fmt.Errorf("floor at %d pods: %w", sz.pods, err))
 			}
 			fmt.Println(f.row())
+			timelines = append(timelines, f.timelineRow())
 			rows = append(rows, f.row(), fmt.Sprintf("| | **Joist / floor** | | | | %.2f× | | | |", r.bound.Seconds()/f.bound.Seconds()))
 		}
 	}
-	report := header + strings.Join(rows, "\n") + "\n\n" + passHeader + strings.Join(passRows, "\n") + "\n"
+	report := header + strings.Join(rows, "\n") + "\n\n" + timelineHeader + strings.Join(timelines, "\n") + "\n\n" + passHeader +
+		strings.Join(passRows, "\n") + "\n"
 	fmt.Print("\n" + report)
 	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
 		fail(err)
@@ -75,15 +83,19 @@ func main() {
 
 const header = `Stand-ins: kube-scheduler and KWOK do not run at these sizes on this machine; a test binder (binds
 pods where Joist nominated them, else first fit, counting nominated room as taken) and a node faker
-(marks new Nodes Ready) replace them. Apiserver requests are all clients' (manager, binder, faker,
+(marks new Nodes Ready and lifts the not-ready taint, as kube-controller-manager would) replace them. Apiserver requests are all clients' (manager, binder, faker,
 pod creation): the floor rows show the harness's own share.
 
 | pods / nodes planned | run | nodes bought | empty at end | peak RSS MiB | pending→all bound | CPU-s | CPU-s per 1k pods | apiserver requests by verb |
 |---|---|---|---|---|---|---|---|---|
 `
 
+const timelineHeader = `Milestones, seconds after the first pod's creation (first–last; the floor's nodes exist before):
+
+`
+
 const passHeader = `Disruption loop once the pods are bound (every pass so far; apiserver requests of all clients
-during the settle window, ` + "30 s" + `, when only the manager runs):
+by verb and resource during the settle window, ` + "30 s" + `, when only the manager runs):
 
 | pods / nodes | passes | mean pass | pass p99 (bucket bound) | apiserver requests in the settle window |
 |---|---|---|---|---|

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +49,8 @@ type result struct {
 	// passes, passMean and passMax describe the disruption passes run so far (manager metrics).
 	passes            int
 	passMean, passP99 time.Duration
+	// timeline is when nodes appeared, turned Ready and were released, and pods were bound.
+	timeline string
 }
 
 func (r result) row() string {
@@ -58,13 +62,23 @@ func (r result) row() string {
 		per = fmt.Sprintf("%.2f", r.cpuS/float64(r.size.pods)*1000)
 	}
 	var verbs []string
-	for _, v := range sortedKeys(r.requests) {
-		if r.requests[v] >= 1 {
-			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, r.requests[v]))
+	requests := byVerb(r.requests)
+	for _, v := range sortedKeys(requests) {
+		if requests[v] >= 1 {
+			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, requests[v]))
 		}
 	}
 	return fmt.Sprintf("| %d / %d | %s | %d | %d | %s | %.1fs | %s | %s | %s |", r.size.pods, r.size.nodes, who, r.bought, r.empty, rss,
 		r.bound.Seconds(), cpu, per, strings.Join(verbs, ", "))
+}
+
+// timelineRow is when the run's milestones happened.
+func (r result) timelineRow() string {
+	who := "floor"
+	if r.joist {
+		who = "Joist"
+	}
+	return fmt.Sprintf("- %d / %d, %s: %s", r.size.pods, r.size.nodes, who, r.timeline)
 }
 
 // passRow is the disruption loop's cost at this size once the cluster settled.
@@ -79,8 +93,9 @@ func (r result) passRow() string {
 		r.passP99, strings.Join(verbs, ", "))
 }
 
-// run measures one size; joist is the manager binary, or "" for the floor.
-func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ result, err error) {
+// run measures one size; joist is the manager binary, or "" for the floor. With profileDir, the
+// manager's CPU and heap profiles are saved in profileDir/PODS-NODES.
+func run(ctx context.Context, sz size, joist string, timeout time.Duration, profileDir string) (_ result, err error) {
 	res := result{size: sz, joist: joist != ""}
 	perNode := sz.pods / sz.nodes
 	if perNode > allocPods {
@@ -110,6 +125,7 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 	var (
 		mgr        *env.Manager
 		metricsURL string
+		prof       *profiler
 	)
 	if res.joist {
 		if err := setUpPool(runCtx, kube); err != nil {
@@ -121,10 +137,20 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 		}
 		metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 		args := []string{fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port), "--metrics-secure=false"}
+		pprofAddr := ""
+		if profileDir != "" {
+			pport, err := env.FreePort()
+			if err != nil {
+				return res, err
+			}
+			pprofAddr = fmt.Sprintf("127.0.0.1:%d", pport)
+			args = append(args, "--pprof-bind-address="+pprofAddr)
+		}
 		if mgr, err = e.StartManager(env.ManagerOptions{Binary: joist, Args: args}); err != nil {
 			return res, err
 		}
 		defer mgr.Stop(30 * time.Second)
+		fmt.Printf("%d / %d: manager log %s\n", sz.pods, sz.nodes, mgr.LogPath())
 		if err := waitFor(runCtx, 3*time.Minute, func() (bool, error) {
 			np := &v1.NodePool{}
 			if err := kube.Get(runCtx, client.ObjectKey{Name: "general"}, np); err != nil {
@@ -133,6 +159,12 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 			return np.IsTrue(v1.ConditionTypeReady), nil
 		}); err != nil {
 			return res, fmt.Errorf("waiting for the NodePool to turn Ready (manager log %s): %w", mgr.LogPath(), err)
+		}
+		if pprofAddr != "" {
+			if prof, err = startProfiler(runCtx, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("%d-%d", sz.pods, sz.nodes))); err != nil {
+				return res, err
+			}
+			defer prof.close()
 		}
 	} else if err := parallel(sz.nodes, func(i int) error { return registerPlannedNode(runCtx, kube, i) }); err != nil {
 		return res, fmt.Errorf("registering planned nodes: %w", err)
@@ -150,16 +182,23 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 	if err := parallel(sz.pods, func(i int) error { return createPod(runCtx, kube, i, *cpu) }); err != nil {
 		return res, fmt.Errorf("creating pods: %w", err)
 	}
+	created := time.Now()
 	if err := waitFor(runCtx, timeout, func() (bool, error) {
 		if mgr != nil && mgr.Exited() {
 			return false, fmt.Errorf("the manager exited: see %s", mgr.LogPath())
 		}
 		return stand.bound.Load() >= int64(sz.pods), nil
 	}); err != nil {
-		return res, fmt.Errorf("%d of %d pods bound after %s (%d unschedulable in the last cycle): %w", stand.bound.Load(), sz.pods, timeout,
-			stand.unscheduled.Load(), err)
+		return res, fmt.Errorf("%d of %d pods bound after %s (%d unschedulable in the last cycle; %s; %s): %w", stand.bound.Load(), sz.pods, timeout,
+			stand.unscheduled.Load(), stand.diagnose(), stand.timeline.summary(start, created), err)
 	}
 	res.bound = time.Since(start)
+	res.timeline = stand.timeline.summary(start, created)
+	if prof != nil {
+		if err := prof.heap(runCtx, "heap-bound.pb.gz"); err != nil {
+			return res, err
+		}
+	}
 	if res.joist {
 		// Give the manager a few disruption passes over the settled cluster: it is part of its cost,
 		// and empty nodes it would remove should be gone before they are counted.
@@ -175,6 +214,11 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration) (_ r
 		res.settled = map[string]float64{}
 		for k, n := range settleEnd {
 			res.settled[k] = n - settleStart[k]
+		}
+		if prof != nil {
+			if err := prof.heap(runCtx, "heap-settled.pb.gz"); err != nil {
+				return res, err
+			}
 		}
 		if res.passes, res.passMean, res.passP99, err = passDurations(metricsURL); err != nil {
 			return res, err
@@ -222,7 +266,8 @@ func setUpPool(ctx context.Context, kube client.Client) error {
 	return nil
 }
 
-// registerPlannedNode creates one of the floor's nodes, Ready, with the planned type's allocatable.
+// registerPlannedNode creates one of the floor's nodes, Ready and untainted, with the planned type's
+// allocatable.
 func registerPlannedNode(ctx context.Context, kube client.Client, i int) error {
 	res := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(allocCPU, resource.DecimalSI),
 		corev1.ResourceMemory: resource.MustParse(allocMemory), corev1.ResourcePods: *resource.NewQuantity(allocPods, resource.DecimalSI)}
@@ -233,7 +278,12 @@ func registerPlannedNode(ctx context.Context, kube client.Client, i int) error {
 	}
 	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady,
 		Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
-	return kube.Status().Update(ctx, n)
+	if err := kube.Status().Update(ctx, n); err != nil {
+		return err
+	}
+	// The apiserver's TaintNodesByCondition admission tainted it not-ready on creation; a registered
+	// node's lifecycle controller has lifted that taint by now.
+	return kube.Patch(ctx, n, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"taints":null}}`)))
 }
 
 func createPod(ctx context.Context, kube client.Client, i int, cpu resource.Quantity) error {
@@ -295,27 +345,47 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 	}
 }
 
-// apiserverRequests reads apiserver_request_total summed by verb.
+// apiserverRequests reads apiserver_request_total summed by "VERB resource[/subresource]".
 func apiserverRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
 	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading apiserver metrics: %w", err)
+	}
+	label := func(line, name string) string {
+		i := strings.Index(line, name+`="`)
+		if i < 0 {
+			return ""
+		}
+		v := line[i+len(name)+2:]
+		return v[:strings.Index(v, `"`)]
 	}
 	out := map[string]float64{}
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}
-		i := strings.Index(line, `verb="`)
-		if i < 0 {
+		verb := label(line, "verb")
+		if verb == "" {
 			continue
 		}
-		verb := line[i+6:]
-		verb = verb[:strings.Index(verb, `"`)]
+		key := verb + " " + label(line, "resource")
+		if sub := label(line, "subresource"); sub != "" {
+			key += "/" + sub
+		}
 		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		out[verb] += n
+		out[key] += n
 	}
 	return out, nil
+}
+
+// byVerb sums requests keyed "VERB resource" by verb.
+func byVerb(m map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, n := range m {
+		verb, _, _ := strings.Cut(k, " ")
+		out[verb] += n
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -22,7 +24,7 @@ import (
 // (the node the pod is nominated to when it fits, else the first Ready node that fits and whose
 // taints it tolerates; room held by pods nominated to a node counts as taken, as the scheduler
 // counts it; a pod that fits nowhere is marked PodScheduled=False/Unschedulable once), and a node
-// faker that marks every new Node Ready. Both read through one informer each, so their own
+// faker that marks every new Node Ready and lifts the not-ready taint as the node lifecycle controller would. Both read through one informer each, so their own
 // apiserver traffic is the binds, the status patches and one watch per kind.
 type standIn struct {
 	cs    kubernetes.Interface
@@ -32,32 +34,47 @@ type standIn struct {
 	mu          sync.Mutex
 	assumed     map[types.UID]string // bound by us, not yet seen bound
 	marked      map[types.UID]bool   // marked Unschedulable once
-	readied     map[string]bool
+	actedOn     map[string]string    // node name → resource version readyNodes patched
 	bound       atomic.Int64
 	unscheduled atomic.Int64
-	work        chan func()
+	// Separate queues, as separate processes do the work in a cluster: the node faker (kubelet and
+	// node lifecycle controller), the binds and the Unschedulable marks (the scheduler's). One queue
+	// for all left the nodes' taints waiting behind thousands of marks.
+	nodeWork, bindWork, markWork chan func()
+	timeline                     *timeline
 }
 
 func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) (*standIn, error) {
 	f := informers.NewSharedInformerFactory(cs, 0)
 	pods, nodes := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer()
+	tl := newTimeline()
+	onNode, onPod := tl.handlers()
+	if _, err := nodes.AddEventHandler(onNode); err != nil {
+		return nil, err
+	}
+	if _, err := pods.AddEventHandler(onPod); err != nil {
+		return nil, err
+	}
 	f.Start(ctx.Done())
 	if !toolscache.WaitForCacheSync(ctx.Done(), pods.HasSynced, nodes.HasSynced) {
 		return nil, fmt.Errorf("stand-in informers did not sync")
 	}
 	s := &standIn{cs: cs, pods: pods.GetStore(), nodes: nodes.GetStore(), assumed: map[types.UID]string{}, marked: map[types.UID]bool{},
-		readied: map[string]bool{}, work: make(chan func(), 100000)}
-	for range 16 {
-		go func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case w := <-s.work:
-					w()
+		actedOn: map[string]string{}, timeline: tl,
+		nodeWork: make(chan func(), 100000), bindWork: make(chan func(), 100000), markWork: make(chan func(), 100000)}
+	for queue, workers := range map[chan func()]int{s.nodeWork: 8, s.bindWork: 16, s.markWork: 4} {
+		for range workers {
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case w := <-queue:
+						w()
+					}
 				}
-			}
-		}()
+			}()
+		}
 	}
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
@@ -67,9 +84,7 @@ func startStandIn(ctx context.Context, cs kubernetes.Interface, fakeNodes bool) 
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if fakeNodes {
-					s.readyNodes(ctx)
-				}
+				s.readyNodes(ctx, fakeNodes)
 				s.schedule(ctx)
 			}
 		}
@@ -86,28 +101,61 @@ func ready(n *corev1.Node) bool {
 	return false
 }
 
-// readyNodes marks new Nodes Ready, as KWOK does for the nodes it manages.
-func (s *standIn) readyNodes(ctx context.Context) {
+// readyNodes plays the kubelet and the node lifecycle controller: it marks new Nodes Ready (as KWOK
+// does for the nodes it manages; only with fakeNodes) and takes the node.kubernetes.io/not-ready
+// taint, which the apiserver's TaintNodesByCondition admission puts on every new Node, off Ready
+// ones (as kube-controller-manager does). Each node is acted on once per resource version.
+func (s *standIn) readyNodes(ctx context.Context, fakeNodes bool) {
 	for _, o := range s.nodes.List() {
 		n := o.(*corev1.Node)
-		s.mu.Lock()
-		done := s.readied[n.Name]
-		s.readied[n.Name] = true
-		s.mu.Unlock()
-		if done || ready(n) {
+		isReady := ready(n)
+		notReadyTaint := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+		if (isReady || !fakeNodes) && !notReadyTaint {
 			continue
 		}
-		name := n.Name
-		s.work <- func() {
-			now := metav1.Now().UTC().Format(time.RFC3339)
-			body := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
-			if _, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status"); err != nil {
-				s.mu.Lock()
-				delete(s.readied, name)
-				s.mu.Unlock()
+		if !isReady && !fakeNodes {
+			continue
+		}
+		s.mu.Lock()
+		done := s.actedOn[n.Name] == n.ResourceVersion
+		s.actedOn[n.Name] = n.ResourceVersion
+		s.mu.Unlock()
+		if done {
+			continue
+		}
+		name, taints := n.Name, n.Spec.Taints
+		s.nodeWork <- func() {
+			if !isReady {
+				now := metav1.Now().UTC().Format(time.RFC3339)
+				body := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`, now, now)
+				patched, err := s.cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+				if err != nil {
+					s.forget(name)
+					return
+				}
+				taints = patched.Spec.Taints // the lifecycle controller lifts the taint as soon as it sees Ready
+			}
+			if !slices.ContainsFunc(taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady }) {
+				return
+			}
+			kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+			// Test-then-replace: the manager lifts its own taints concurrently.
+			patch, err := json.Marshal([]map[string]any{{"op": "test", "path": "/spec/taints", "value": taints},
+				{"op": "replace", "path": "/spec/taints", "value": kept}})
+			if err == nil {
+				_, err = s.cs.CoreV1().Nodes().Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+			}
+			if err != nil {
+				s.forget(name) // retried on the next tick, against the taints then
 			}
 		}
 	}
+}
+
+func (s *standIn) forget(node string) {
+	s.mu.Lock()
+	delete(s.actedOn, node)
+	s.mu.Unlock()
 }
 
 type room struct {
@@ -233,7 +281,7 @@ func (s *standIn) bind(ctx context.Context, p *corev1.Pod, node string) {
 	s.assumed[p.UID] = node
 	s.mu.Unlock()
 	ns, name, uid := p.Namespace, p.Name, p.UID
-	s.work <- func() {
+	s.bindWork <- func() {
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: uid}, Target: corev1.ObjectReference{Kind: "Node", Name: node}}
 		if err := s.cs.CoreV1().Pods(ns).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 			s.mu.Lock()
@@ -252,7 +300,7 @@ func (s *standIn) markUnschedulable(ctx context.Context, p *corev1.Pod) {
 		return
 	}
 	ns, name := p.Namespace, p.Name
-	s.work <- func() {
+	s.markWork <- func() {
 		now := metav1.Now().UTC().Format(time.RFC3339)
 		body := fmt.Sprintf(`{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/%d nodes are available (benchscale stand-in binder)","lastTransitionTime":%q}]}}`,
 			len(s.nodes.ListKeys()), now)
@@ -273,4 +321,43 @@ func (s *standIn) emptyNodes() (nodes, empty int) {
 		}
 	}
 	return nodes, empty
+}
+
+// diagnose says why pods are still pending: how many nodes are Ready and schedulable, the taints
+// they carry, their allocatable, and where the pending pods are nominated.
+func (s *standIn) diagnose() string {
+	var nodes, readyN, cordoned int
+	taints := map[string]int{}
+	allocs := map[string]int{}
+	for _, o := range s.nodes.List() {
+		n := o.(*corev1.Node)
+		nodes++
+		if ready(n) {
+			readyN++
+		}
+		if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+			cordoned++
+		}
+		for _, t := range n.Spec.Taints {
+			taints[t.Key+":"+string(t.Effect)]++
+		}
+		a := n.Status.Allocatable
+		allocs[fmt.Sprintf("cpu=%s mem=%s pods=%s", a.Cpu(), a.Memory(), a.Pods())]++
+	}
+	var pending, nominated, nominatedMissing int
+	for _, o := range s.pods.List() {
+		p := o.(*corev1.Pod)
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		pending++
+		if nn := p.Status.NominatedNodeName; nn != "" {
+			nominated++
+			if _, ok, _ := s.nodes.GetByKey(nn); !ok {
+				nominatedMissing++
+			}
+		}
+	}
+	return fmt.Sprintf("nodes %d (Ready %d, cordoned or deleting %d), taints %v, allocatable %v; pending pods %d, nominated %d (%d to a node that does not exist)",
+		nodes, readyN, cordoned, taints, allocs, pending, nominated, nominatedMissing)
 }
