@@ -16,6 +16,8 @@ import (
 // Reserver holds room for the pods an executing command evicts (controllers/nomination).
 type Reserver interface {
 	Reserve(nomination.Reservation)
+	// Reserved reports whether a reservation in force holds room on the claim.
+	Reserved(claim string) bool
 }
 
 // reserve holds, as the command executes, the room its re-simulation planned for the pods of its

@@ -1,0 +1,78 @@
+package disruption
+
+import (
+	"time"
+
+	"github.com/joist-dev/joist/disruptionpolicy"
+)
+
+// Destinations of moves are kept off the next commands.
+//
+// A command moves its pods onto the nodes that stay. If the next command takes one of those nodes,
+// the pods it receives are evicted a second time, and the room the first command reserved there is
+// gone: the evicted pods find no room and the provisioner buys a node for them. Karpenter keeps a
+// node whose room the provisioner nominated pods to out of disruption; Joist does the same for the
+// room a command holds and goes one step further for the pods already moved:
+//
+//   - hard: a node that is a planned destination of a command in flight, or on which an executing
+//     command holds room for the pods it evicts (a reservation, controllers/nomination), is never a
+//     candidate while that lasts;
+//   - soft: a node hosting a moved replica (disruptionpolicy.Moves) is a candidate only when nothing
+//     else can be consolidated — the loop first finishes the moves that touch no moved pod, and the
+//     memory of moves is dropped once a pass finds nothing to do at all.
+
+// heldNodes are the nodes no command may take now: destinations of commands in flight (the nodes
+// their plans put pods on, and their replacements) and nodes an executing command's reservation
+// holds room on.
+func (c *Controller) heldNodes(cl *cluster) map[string]bool {
+	out := map[string]bool{}
+	nodeOfClaim := map[string]string{}
+	for _, nc := range cl.claims {
+		if nc.Status.NodeName != "" {
+			nodeOfClaim[nc.Name] = nc.Status.NodeName
+			if c.reservations != nil && c.reservations.Reserved(nc.Name) {
+				out[nc.Status.NodeName] = true
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range c.commands {
+		for n := range cmd.destinations {
+			out[n] = true
+		}
+		for _, r := range cmd.replacements {
+			if n := nodeOfClaim[r]; n != "" {
+				out[n] = true
+			}
+		}
+	}
+	return out
+}
+
+// recordMoves remembers the workloads whose pods an executing command evicts (from its nodes' pods
+// in this pass's read).
+func (c *Controller) recordMoves(cl *cluster, cmd *command, executed time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range cmd.targets {
+		c.moves.Record(disruptionpolicy.Owners(cl.podsByNode[t.node]), executed)
+	}
+}
+
+// hostsMovedReplica reports whether the member runs a pod a command already moved.
+func (c *Controller) hostsMovedReplica(m *member) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.moves.MovedReplica(m.pods) != nil
+}
+
+// forgetMoves drops the memory of moves once the loop has nothing left to do: no command in flight
+// or draining, and a pass that found no command even with the nodes hosting moved replicas.
+func (c *Controller) forgetMoves() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.commands) == 0 && len(c.deleting) == 0 {
+		c.moves = disruptionpolicy.Moves{}
+	}
+}
