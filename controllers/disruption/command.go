@@ -136,6 +136,7 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 		return false, err
 	}
 	if why != "" {
+		c.backOff(cmd, now)
 		return true, c.abort(ctx, cmd, why)
 	}
 	c.reserve(cl, cmd, placements)

@@ -67,7 +67,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	var deferred []solver.Candidate
 	eligible := map[string]int{}
 	for _, m := range members {
-		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] || held[m.node.Name] {
+		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] || held[m.node.Name] || c.backedOff(m.node.Name, now) {
 			continue
 		}
 		cand := disruptionpolicy.Candidate(m.policyNode(), m.verdict)

@@ -76,3 +76,31 @@ func (c *Controller) forgetMoves() {
 		c.moves = disruptionpolicy.Moves{}
 	}
 }
+
+// resimBackoff is how long the nodes of a command its re-simulation abandoned are left out of new
+// commands. The plan that formed it is usually formed again at once (the same snapshot, the same
+// planner) and fails the same way — e.g. when its replacements came up with less allocatable than
+// the catalog promised — each time launching and deleting its replacements.
+const resimBackoff = time.Minute
+
+// backOff keeps the command's nodes out of new commands for resimBackoff.
+func (c *Controller) backOff(cmd *command, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range cmd.targets {
+		c.backoff[t.node] = now.Add(resimBackoff)
+	}
+}
+
+// backedOff reports whether the node is still left out after an abandoned command, forgetting the
+// nodes whose back-off is over.
+func (c *Controller) backedOff(node string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok := c.backoff[node]
+	if ok && !now.Before(until) {
+		delete(c.backoff, node)
+		return false
+	}
+	return ok
+}

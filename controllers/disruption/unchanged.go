@@ -57,7 +57,13 @@ func (c *Controller) fingerprint(cl *cluster, members []*member, budgets map[str
 	sort.Strings(heldNames)
 	write(heldNames...)
 	c.mu.Lock()
-	write(c.lastDriftEvaluated, strconv.Itoa(len(c.commands)), strconv.Itoa(len(c.moves)))
+	backedOff := 0
+	for _, until := range c.backoff {
+		if c.clock.Now().Before(until) {
+			backedOff++
+		}
+	}
+	write(c.lastDriftEvaluated, strconv.Itoa(len(c.commands)), strconv.Itoa(len(c.moves)), strconv.Itoa(backedOff))
 	c.mu.Unlock()
 	return h.Sum64()
 }

@@ -97,19 +97,23 @@ func commandTimeline(logPath string, since time.Time) string {
 	var b strings.Builder
 	b.WriteString("commands (s after the scale-down):")
 	for _, line := range strings.Split(string(raw), "\n") {
-		var e struct {
-			TS           string   `json:"ts"`
-			Msg          string   `json:"msg"`
-			Nodes        any      `json:"nodes"`
-			Node         string   `json:"node"`
-			Replacements []string `json:"replacements"`
-			Why          string   `json:"why"`
-			Savings      float64  `json:"savingsPerHour"`
-			NewClaims    int      `json:"newNodeClaims"`
-		}
-		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &e) != nil {
+		// Decoded as a map: encoding/json matches keys case-insensitively, and the termination
+		// controller's lines carry both "Node" (an object) and "node" (a name).
+		var m map[string]any
+		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &m) != nil {
 			continue
 		}
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		num := func(k string) float64 { v, _ := m[k].(float64); return v }
+		repl, _ := m["replacements"].([]any)
+		e := struct {
+			TS, Msg, Node, Why string
+			Nodes              any
+			Replacements       []any
+			Savings            float64
+			NewClaims          int
+		}{TS: str("ts"), Msg: str("msg"), Node: str("node"), Why: str("why"), Nodes: m["nodes"], Replacements: repl,
+			Savings: num("savingsPerHour"), NewClaims: int(num("newNodeClaims"))}
 		ts, err := time.Parse(time.RFC3339Nano, e.TS)
 		if err != nil || ts.Before(since) {
 			continue
