@@ -21,22 +21,61 @@ import (
 //     else can be consolidated — the loop first finishes the moves that touch no moved pod, and the
 //     memory of moves is dropped once a pass finds nothing to do at all.
 
+// destinationGrace is how long after the last node of an executing command is gone its reservation's
+// destinations stay held: the drain evicted every pod before the node went, and the re-created pods
+// bind within seconds. The reservation itself lasts NominationTTL longer (a late pod still finds its
+// room); holding its nodes out of disruption that long delayed the next command by half a minute.
+const destinationGrace = 5 * time.Second
+
+// ownReservation is where a command this process executed reserved room: its drained claims and the
+// claims of its slots.
+type ownReservation struct {
+	drained []string
+	dests   map[string]bool
+	goneAt  time.Time
+}
+
 // heldNodes are the nodes no command may take now: destinations of commands in flight (the nodes
-// their plans put pods on, and their replacements) and nodes an executing command's reservation
-// holds room on.
+// their plans put pods on, and their replacements); destinations of this process's executing
+// commands while one of their nodes drains, and destinationGrace after; and nodes a reservation this
+// process does not know the command of (restored after a restart) holds room on.
 func (c *Controller) heldNodes(cl *cluster) map[string]bool {
 	out := map[string]bool{}
 	nodeOfClaim := map[string]string{}
+	exists := map[string]bool{}
 	for _, nc := range cl.claims {
+		exists[nc.Name] = true
 		if nc.Status.NodeName != "" {
 			nodeOfClaim[nc.Name] = nc.Status.NodeName
-			if c.reservations != nil && c.reservations.Reserved(nc.Name) {
-				out[nc.Status.NodeName] = true
-			}
 		}
 	}
+	now := c.clock.Now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	known := map[string]bool{}
+	for id, r := range c.ownReserved {
+		draining := false
+		for _, d := range r.drained {
+			draining = draining || exists[d]
+		}
+		switch {
+		case draining:
+			r.goneAt = time.Time{}
+		case r.goneAt.IsZero():
+			r.goneAt = now
+		}
+		held := draining || now.Sub(r.goneAt) < destinationGrace
+		stillReserved := false
+		for d := range r.dests {
+			known[d] = true
+			if held {
+				out[nodeOfClaim[d]] = true
+			}
+			stillReserved = stillReserved || (c.reservations != nil && c.reservations.Reserved(d))
+		}
+		if !held && !stillReserved {
+			delete(c.ownReserved, id)
+		}
+	}
 	for _, cmd := range c.commands {
 		for n := range cmd.destinations {
 			out[n] = true
@@ -47,6 +86,15 @@ func (c *Controller) heldNodes(cl *cluster) map[string]bool {
 			}
 		}
 	}
+	c.mu.Unlock()
+	if c.reservations != nil {
+		for claim, node := range nodeOfClaim {
+			if !known[claim] && c.reservations.Reserved(claim) {
+				out[node] = true
+			}
+		}
+	}
+	delete(out, "")
 	return out
 }
 
