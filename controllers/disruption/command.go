@@ -32,6 +32,8 @@ type command struct {
 	plans   []solver.NodeClaimPlan
 	// replacements are the names of the claims launched for plans.
 	replacements []string
+	// destinations are the nodes that stay onto which the plan moves the command's pods.
+	destinations map[string]bool
 	started      time.Time
 	savings      float64
 	message      string
@@ -134,6 +136,7 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 		return false, err
 	}
 	if why != "" {
+		c.backOff(cmd, now)
 		return true, c.abort(ctx, cmd, why)
 	}
 	c.reserve(cl, cmd, placements)
@@ -152,6 +155,7 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 		}
 	}
 	cmd.executed = true
+	c.recordMoves(cl, cmd, now)
 	log.FromContext(ctx).Info("disruption command executed", "reason", cmd.reason, "nodes", len(cmd.targets), "savingsPerHour", cmd.savings)
 	return true, errors.Join(errs...)
 }

@@ -9,12 +9,16 @@ package disruption
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -84,6 +88,17 @@ type Controller struct {
 	// restored are the executing commands whose reservations this process holds: its own, and a
 	// previous leader's it restored (restoreReservations).
 	restored map[string]bool
+	// moves remembers the workloads commands moved pods of (destinations.go).
+	moves disruptionpolicy.Moves
+	// backoff holds, per node, until when it is left out after a command re-simulation abandoned.
+	backoff map[string]time.Time
+	// ownReserved are the reservations of this process's executing commands, by command id
+	// (destinations.go).
+	ownReserved map[string]*ownReservation
+	// informers, when set (Register), feed nudges: deletions that may open a consolidation or free
+	// a budget.
+	informers ctrlcache.Informers
+	nudges    chan struct{}
 }
 
 // New returns the disruption controller.
@@ -91,7 +106,7 @@ func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudP
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
 	writes := newOwnWrites()
 	return &Controller{kube: recordingClient{Client: kube, writes: writes}, writes: writes, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
-		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}}
+		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}, moves: disruptionpolicy.Moves{}, backoff: map[string]time.Time{}, ownReserved: map[string]*ownReservation{}, nudges: make(chan struct{}, 1)}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch
@@ -101,8 +116,10 @@ func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudP
 // +kubebuilder:rbac:groups=policy.joist.dev,resources=guardrails,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch;update
 
-// Register adds the loop to the manager (leader-elected).
+// Register adds the loop to the manager (leader-elected). Deletions of pods and NodeClaims seen by
+// the manager's cache wake the loop early (nudge).
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	c.informers = mgr.GetCache()
 	return mgr.Add(c)
 }
 
@@ -112,7 +129,11 @@ func (c *Controller) NeedLeaderElection() bool { return true }
 // Start runs the loop until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("disruption"))
+	if err := c.watchDeletions(ctx); err != nil {
+		return err
+	}
 	for {
+		passStart := c.clock.Now()
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			// A runnable has no caller to return to: the loop logs and tries again next pass.
 			log.FromContext(ctx).Error(err, "disruption loop")
@@ -121,7 +142,44 @@ func (c *Controller) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-c.clock.After(c.nextPass()):
+		case <-c.nudges:
+			// Woken by a deletion: pass again, but no sooner than drainPoll after the last pass
+			// started, so a cluster deleting pods all the time is planned every drainPoll at most.
+			if wait := drainPoll - c.clock.Since(passStart); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-c.clock.After(wait):
+				}
+			}
 		}
+	}
+}
+
+// watchDeletions nudges the loop when a pod or a NodeClaim is deleted: a scale-down makes nodes
+// consolidatable at once (consolidateAfter counts from the pods leaving), and a node gone frees the
+// budget for the next command. Without it both wait for the next PollInterval.
+func (c *Controller) watchDeletions(ctx context.Context) error {
+	if c.informers == nil {
+		return nil
+	}
+	for _, obj := range []client.Object{&corev1.Pod{}, &v1.NodeClaim{}} {
+		inf, err := c.informers.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching deletions for the disruption loop: %w", err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(any) { c.nudge() }}); err != nil {
+			return fmt.Errorf("watching deletions for the disruption loop: %w", err)
+		}
+	}
+	return nil
+}
+
+// nudge wakes the loop (at most one nudge waits).
+func (c *Controller) nudge() {
+	select {
+	case c.nudges <- struct{}{}:
+	default:
 	}
 }
 
@@ -237,13 +295,15 @@ func (c *Controller) advanceAll(ctx context.Context, cl *cluster) error {
 	return errors.Join(errs...)
 }
 
-// inFlightNodes are the nodes of the commands in flight other than except (nil: all).
+// inFlightNodes are the nodes of the commands in flight (nil: all), or of those started before
+// except: a command planned later already planned around an earlier one's pods (they were displaced
+// in its plan), so the earlier command's re-simulation must not give its room to the later one's pods.
 func (c *Controller) inFlightNodes(except *command) map[string]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]bool{}
 	for _, cmd := range c.commands {
-		if cmd == except {
+		if except != nil && (cmd == except || !cmd.started.Before(except.started)) {
 			continue
 		}
 		for _, t := range cmd.targets {

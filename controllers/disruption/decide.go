@@ -41,7 +41,8 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		return nil
 	}
 	// Nothing the last idle pass read has changed: it would plan the same nothing again.
-	fp := c.fingerprint(cl, members, budgets)
+	held := c.heldNodes(cl)
+	fp := c.fingerprint(cl, members, budgets, held)
 	if c.unchangedSinceIdle(fp) {
 		return nil
 	}
@@ -63,13 +64,19 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, n := range in.Nodes {
 		inSnapshot[n.Name] = true
 	}
+	var deferred []solver.Candidate
 	eligible := map[string]int{}
 	for _, m := range members {
-		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
+		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] || held[m.node.Name] || c.backedOff(m.node.Name, now) {
 			continue
 		}
-		cin.Candidates = append(cin.Candidates, disruptionpolicy.Candidate(m.policyNode(), m.verdict))
+		cand := disruptionpolicy.Candidate(m.policyNode(), m.verdict)
 		eligible["underutilized"]++
+		if c.hostsMovedReplica(m) {
+			deferred = append(deferred, cand)
+			continue
+		}
+		cin.Candidates = append(cin.Candidates, cand)
 	}
 	plan := solver.Consolidate(cin)
 	decisionDuration.WithLabelValues("underutilized", consolidationTypeMulti).Observe(c.clock.Since(start).Seconds())
@@ -84,7 +91,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// 2. Drift.
 	var drifted []*member
 	for _, m := range members {
-		if m.driftReason != "" && m.verdict.DriftBlocked(m.claim) == "" && inSnapshot[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
+		if m.driftReason != "" && m.verdict.DriftBlocked(m.claim) == "" && inSnapshot[m.node.Name] && !held[m.node.Name] && budgets[m.pool.Name][v1.DisruptionReasonDrifted] > 0 {
 			drifted = append(drifted, m)
 		}
 	}
@@ -111,7 +118,16 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 			return c.launch(ctx, cl, byNode, cmd)
 		}
 	}
+	// 4. Only now the nodes hosting pods a command already moved (destinations.go).
+	if len(deferred) > 0 {
+		cin.Candidates = append(cin.Candidates, deferred...)
+		plan = solver.Consolidate(cin)
+		if len(plan.Commands) > 0 {
+			return c.launch(ctx, cl, byNode, plan.Commands[0])
+		}
+	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
+	c.forgetMoves()
 	c.rememberIdle(fp)
 	return nil
 }
@@ -142,7 +158,10 @@ func (c *Controller) driftCommand(in solver.Input, m *member) (solver.Command, s
 
 // launch turns a planned command into a command in flight.
 func (c *Controller) launch(ctx context.Context, cl *cluster, byNode map[string]*member, sc solver.Command) error {
-	cmd := &command{reason: sc.Reason, pools: map[string]bool{}, plans: sc.Replacements, savings: sc.SavingsPerHour}
+	cmd := &command{reason: sc.Reason, pools: map[string]bool{}, plans: sc.Replacements, savings: sc.SavingsPerHour, destinations: map[string]bool{}}
+	for _, pl := range sc.Placements {
+		cmd.destinations[pl.Node] = true
+	}
 	for _, name := range sc.Delete {
 		m := byNode[name]
 		if m == nil {

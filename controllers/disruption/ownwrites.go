@@ -32,13 +32,21 @@ type ownWrites struct {
 type writtenClaim struct {
 	claim *v1.NodeClaim
 	at    time.Time
+	// created: this loop created the claim and the cache has not listed it yet. Only such a claim
+	// missing from the cache is added; any other written claim missing from it is gone (deleted by
+	// this loop or anyone else) and must not come back from its stale copy.
+	created bool
 }
 
 func newOwnWrites() *ownWrites {
 	return &ownWrites{written: map[string]writtenClaim{}, deleted: map[string]time.Time{}}
 }
 
-func (w *ownWrites) wrote(obj client.Object) {
+func (w *ownWrites) wrote(obj client.Object) { w.record(obj, false) }
+
+func (w *ownWrites) create(obj client.Object) { w.record(obj, true) }
+
+func (w *ownWrites) record(obj client.Object, created bool) {
 	w.writes.Add(1)
 	nc, ok := obj.(*v1.NodeClaim)
 	if !ok {
@@ -46,7 +54,10 @@ func (w *ownWrites) wrote(obj client.Object) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.written[nc.Name] = writtenClaim{claim: nc.DeepCopy(), at: time.Now()}
+	if prev, ok := w.written[nc.Name]; ok && prev.created {
+		created = true // patched before the cache listed it
+	}
+	w.written[nc.Name] = writtenClaim{claim: nc.DeepCopy(), at: time.Now(), created: created}
 }
 
 func (w *ownWrites) delete(obj client.Object) {
@@ -71,6 +82,8 @@ func (w *ownWrites) overlay(cached []*v1.NodeClaim, now time.Time) []*v1.NodeCla
 		if wc, ok := w.written[nc.Name]; ok {
 			if newer(wc.claim.ResourceVersion, nc.ResourceVersion) {
 				nc = wc.claim.DeepCopy()
+				wc.created = false // listed: from now on, missing means gone
+				w.written[nc.Name] = wc
 			} else {
 				delete(w.written, nc.Name)
 			}
@@ -89,8 +102,14 @@ func (w *ownWrites) overlay(cached []*v1.NodeClaim, now time.Time) []*v1.NodeCla
 		switch {
 		case time.Since(wc.at) > ownWritesTTL:
 			delete(w.written, name)
-		case !inCache[name] && !deleted:
+		case inCache[name]:
+		case wc.created && !deleted:
 			out = append(out, wc.claim.DeepCopy()) // created a moment ago
+		default:
+			// Gone from the cache: laying its last written copy over it would bring a deleted claim
+			// back (with the Disrupting condition and command record this loop wrote), holding a
+			// budget and resumed as a command "of a previous leader" until the TTL.
+			delete(w.written, name)
 		}
 	}
 	for name, at := range w.deleted {
@@ -122,7 +141,7 @@ type recordingClient struct {
 func (r recordingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	err := r.Client.Create(ctx, obj, opts...)
 	if err == nil {
-		r.writes.wrote(obj)
+		r.writes.create(obj)
 	}
 	return err
 }

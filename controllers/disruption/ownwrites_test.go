@@ -22,7 +22,7 @@ func TestOwnWritesLaidOverALaggingCache(t *testing.T) {
 	patched.SetAnnotations(map[string]string{"written": "yes"})
 	w.delete(deleted)
 	w.wrote(patched)
-	w.wrote(created)
+	w.create(created)
 
 	got := w.overlay([]*v1.NodeClaim{claimAt("a", "10"), claimAt("b", "11")}, now)
 	byName := map[string]*v1.NodeClaim{}
@@ -38,6 +38,33 @@ func TestOwnWritesLaidOverALaggingCache(t *testing.T) {
 	if len(got) != 2 || got[0].Annotations["written"] != "" || len(w.written) != 0 || len(w.deleted) != 0 {
 		t.Fatalf("overlay after the cache caught up = %+v (remembered %d written, %d deleted), want the cache's own copies and nothing remembered",
 			got, len(w.written), len(w.deleted))
+	}
+}
+
+// A claim the loop wrote (its command record, Disrupting) and then deleted: once the cache no longer
+// lists it, it is gone — its written copy must not come back as a claim "created a moment ago". (It
+// did until the TTL: a resurrected claim, still Disrupting, held a budget and was resumed and
+// abandoned every pass as a command of a previous leader.)
+func TestOwnWritesDoNotResurrectADeletedClaim(t *testing.T) {
+	w := newOwnWrites()
+	now := time.Now()
+	written := claimAt("x", "20")
+	written.SetAnnotations(map[string]string{v1.DisruptionCommandAnnotationKey: "{}"})
+	w.wrote(written)
+	w.delete(written)
+	// Termination finishes before the next pass: the cache never lists the claim deleting.
+	for pass := range 3 {
+		if got := w.overlay(nil, now); len(got) != 0 {
+			t.Fatalf("pass %d after the claim is gone: overlay = %d claim(s) (%s), want none", pass, len(got), got[0].Name)
+		}
+	}
+	// Patched, then gone from the cache without this loop deleting it (termination, a user): gone too.
+	w.wrote(claimAt("y", "30"))
+	if got := w.overlay([]*v1.NodeClaim{claimAt("y", "29")}, now); len(got) != 1 {
+		t.Fatalf("overlay = %d claims, want y", len(got))
+	}
+	if got := w.overlay(nil, now); len(got) != 0 {
+		t.Fatalf("overlay after y is gone = %d claim(s), want none", len(got))
 	}
 }
 

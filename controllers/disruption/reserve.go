@@ -16,6 +16,8 @@ import (
 // Reserver holds room for the pods an executing command evicts (controllers/nomination).
 type Reserver interface {
 	Reserve(nomination.Reservation)
+	// Reserved reports whether a reservation in force holds room on the claim.
+	Reserved(claim string) bool
 }
 
 // reserve holds, as the command executes, the room its re-simulation planned for the pods of its
@@ -35,6 +37,15 @@ func (c *Controller) reserve(cl *cluster, cmd *command, placements []solver.Exis
 	}
 	cmd.reserved = nomination.SlotsOf(placements, claimOfNode)
 	c.restored[cmd.id()] = true // held by this process: nothing to restore
+	if len(cmd.reserved) > 0 {
+		r := &ownReservation{drained: cmd.claims(), dests: map[string]bool{}}
+		for _, sl := range cmd.reserved {
+			r.dests[sl.Claim] = true
+		}
+		c.mu.Lock()
+		c.ownReserved[cmd.id()] = r
+		c.mu.Unlock()
+	}
 	c.reservations.Reserve(nomination.Reservation{Command: cmd.id(), Drained: cmd.claims(), Slots: cmd.reserved, Replacements: len(cmd.replacements)})
 }
 

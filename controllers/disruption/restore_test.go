@@ -19,6 +19,8 @@ type recordingReserver struct{ got []nomination.Reservation }
 
 func (r *recordingReserver) Reserve(res nomination.Reservation) { r.got = append(r.got, res) }
 
+func (r *recordingReserver) Reserved(string) bool { return false }
+
 func claimWithRecord(t *testing.T, name string, deleting bool, r commandRecord) *v1.NodeClaim {
 	t.Helper()
 	b, err := json.Marshal(r)

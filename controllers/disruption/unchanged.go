@@ -25,7 +25,9 @@ type idleMemo struct {
 // every object (pods, nodes, claims, pools, PDBs, namespaces, guardrails), each member's
 // time-dependent verdict (consolidatable, blocked, drift), the budgets and the drift rotation. Two
 // passes with the same fingerprint plan the same.
-func (c *Controller) fingerprint(cl *cluster, members []*member, budgets map[string]solver.DisruptionBudget) uint64 {
+// The nodes held as destinations of moves (held) and the moves remembered count too: they change
+// the candidates without any object changing.
+func (c *Controller) fingerprint(cl *cluster, members []*member, budgets map[string]solver.DisruptionBudget, held map[string]bool) uint64 {
 	h := fnv.New64a()
 	write := func(ss ...string) {
 		for _, s := range ss {
@@ -48,8 +50,20 @@ func (c *Controller) fingerprint(cl *cluster, members []*member, budgets map[str
 			write(p, string(r), strconv.Itoa(budgets[p][r]))
 		}
 	}
+	heldNames := make([]string, 0, len(held))
+	for n := range held {
+		heldNames = append(heldNames, n)
+	}
+	sort.Strings(heldNames)
+	write(heldNames...)
 	c.mu.Lock()
-	write(c.lastDriftEvaluated, strconv.Itoa(len(c.commands)))
+	backedOff := 0
+	for _, until := range c.backoff {
+		if c.clock.Now().Before(until) {
+			backedOff++
+		}
+	}
+	write(c.lastDriftEvaluated, strconv.Itoa(len(c.commands)), strconv.Itoa(len(c.moves)), strconv.Itoa(backedOff))
 	c.mu.Unlock()
 	return h.Sum64()
 }

@@ -29,6 +29,9 @@ func (c *Controller) Reserve(r Reservation) {
 	countLaunches(r.Replacements, 0)
 }
 
+// Reserved reports whether a disruption command's reservation in force holds room on the claim.
+func (c *Controller) Reserved(claim string) bool { return c.store.IsReserved(claim) }
+
 // SlotsOf turns a plan's placements of the pods of drained nodes into reservation slots: a slot per
 // placed pod that a controller re-creates, on the claim of its planned node (claimOfNode maps node
 // names to claim names; a node without a claim takes no reservation).

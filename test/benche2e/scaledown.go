@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +54,8 @@ type scaleDownResult struct {
 	// evicted counts evictions; evictedAgain, evictions of pods re-created during the consolidation
 	// (a replica moved twice).
 	evicted, evictedAgain int
+	// commandLog is the manager's disruption timeline after the scale-down (commandTimeline).
+	commandLog string
 }
 
 func (r scaleDownResult) String() string {
@@ -82,6 +86,57 @@ func (r scaleDownResult) targets() string {
 		r.consolidated.Seconds()/delays.Seconds())
 }
 
+// commandTimeline reads the manager's log (JSON lines) and lists, relative to since, every disruption
+// command started, executed or abandoned, every node termination finished and every batch the
+// provisioner solved: where each command's time goes.
+func commandTimeline(logPath string, since time.Time) string {
+	raw, err := os.ReadFile(logPath)
+	if err != nil {
+		return "commands: " + err.Error()
+	}
+	var b strings.Builder
+	b.WriteString("commands (s after the scale-down):")
+	for _, line := range strings.Split(string(raw), "\n") {
+		// Decoded as a map: encoding/json matches keys case-insensitively, and the termination
+		// controller's lines carry both "Node" (an object) and "node" (a name).
+		var m map[string]any
+		if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		str := func(k string) string { v, _ := m[k].(string); return v }
+		num := func(k string) float64 { v, _ := m[k].(float64); return v }
+		repl, _ := m["replacements"].([]any)
+		e := struct {
+			TS, Msg, Node, Why string
+			Nodes              any
+			Replacements       []any
+			Savings            float64
+			NewClaims          int
+		}{TS: str("ts"), Msg: str("msg"), Node: str("node"), Why: str("why"), Nodes: m["nodes"], Replacements: repl,
+			Savings: num("savingsPerHour"), NewClaims: int(num("newNodeClaims"))}
+		ts, err := time.Parse(time.RFC3339Nano, e.TS)
+		if err != nil || ts.Before(since) {
+			continue
+		}
+		at := ts.Sub(since).Seconds()
+		switch e.Msg {
+		case "disruption command started":
+			fmt.Fprintf(&b, "\n         %6.1f started: %v node(s), %d replacement(s), saves $%.4f/h", at, e.Nodes, len(e.Replacements), e.Savings)
+		case "disruption command executed":
+			fmt.Fprintf(&b, "\n         %6.1f executed: %v node(s)", at, e.Nodes)
+		case "disruption command abandoned":
+			fmt.Fprintf(&b, "\n         %6.1f abandoned: %s", at, e.Why)
+		case "drained and terminated node":
+			fmt.Fprintf(&b, "\n         %6.1f node %s gone", at, e.Node)
+		case "solved batch":
+			if e.NewClaims > 0 {
+				fmt.Fprintf(&b, "\n         %6.1f provisioner launched %d nodeclaim(s)", at, e.NewClaims)
+			}
+		}
+	}
+	return b.String()
+}
+
 func runScaleDowns(ctx context.Context, joist string, runs int, timeout time.Duration) {
 	var rs []scaleDownResult
 	for i := 0; i < runs; i++ {
@@ -89,7 +144,7 @@ func runScaleDowns(ctx context.Context, joist string, runs int, timeout time.Dur
 		if err != nil {
 			fail(fmt.Errorf("scale-down run %d: %w", i+1, err))
 		}
-		fmt.Printf("run %d: %s\n", i+1, r)
+		fmt.Printf("run %d: %s\n       %s\n", i+1, r, r.commandLog)
 		rs = append(rs, r)
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].consolidated < rs[j].consolidated })
@@ -218,6 +273,7 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.commands = int(sums["karpenter_voluntary_disruption_decisions_total"])
 	r.planned = int(sums["joist_disruption_planned_replacements_total"])
 	r.unforeseen = int(sums["joist_disruption_unforeseen_launches_total"])
+	r.commandLog = commandTimeline(mgr.LogPath(), downStart)
 	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
 }

@@ -1,0 +1,154 @@
+package disruption
+
+import (
+	"time"
+
+	"github.com/joist-dev/joist/disruptionpolicy"
+)
+
+// Destinations of moves are kept off the next commands.
+//
+// A command moves its pods onto the nodes that stay. If the next command takes one of those nodes,
+// the pods it receives are evicted a second time, and the room the first command reserved there is
+// gone: the evicted pods find no room and the provisioner buys a node for them. Karpenter keeps a
+// node whose room the provisioner nominated pods to out of disruption; Joist does the same for the
+// room a command holds and goes one step further for the pods already moved:
+//
+//   - hard: a node that is a planned destination of a command in flight, or on which an executing
+//     command holds room for the pods it evicts (a reservation, controllers/nomination), is never a
+//     candidate while that lasts;
+//   - soft: a node hosting a moved replica (disruptionpolicy.Moves) is a candidate only when nothing
+//     else can be consolidated — the loop first finishes the moves that touch no moved pod, and the
+//     memory of moves is dropped once a pass finds nothing to do at all.
+
+// destinationGrace is how long after the last node of an executing command is gone its reservation's
+// destinations stay held: the drain evicted every pod before the node went, and the re-created pods
+// bind within seconds. The reservation itself lasts NominationTTL longer (a late pod still finds its
+// room); holding its nodes out of disruption that long delayed the next command by half a minute.
+const destinationGrace = 5 * time.Second
+
+// ownReservation is where a command this process executed reserved room: its drained claims and the
+// claims of its slots.
+type ownReservation struct {
+	drained []string
+	dests   map[string]bool
+	goneAt  time.Time
+}
+
+// heldNodes are the nodes no command may take now: destinations of commands in flight (the nodes
+// their plans put pods on, and their replacements); destinations of this process's executing
+// commands while one of their nodes drains, and destinationGrace after; and nodes a reservation this
+// process does not know the command of (restored after a restart) holds room on.
+func (c *Controller) heldNodes(cl *cluster) map[string]bool {
+	out := map[string]bool{}
+	nodeOfClaim := map[string]string{}
+	exists := map[string]bool{}
+	for _, nc := range cl.claims {
+		exists[nc.Name] = true
+		if nc.Status.NodeName != "" {
+			nodeOfClaim[nc.Name] = nc.Status.NodeName
+		}
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	known := map[string]bool{}
+	for id, r := range c.ownReserved {
+		draining := false
+		for _, d := range r.drained {
+			draining = draining || exists[d]
+		}
+		switch {
+		case draining:
+			r.goneAt = time.Time{}
+		case r.goneAt.IsZero():
+			r.goneAt = now
+		}
+		held := draining || now.Sub(r.goneAt) < destinationGrace
+		stillReserved := false
+		for d := range r.dests {
+			known[d] = true
+			if held {
+				out[nodeOfClaim[d]] = true
+			}
+			stillReserved = stillReserved || (c.reservations != nil && c.reservations.Reserved(d))
+		}
+		if !held && !stillReserved {
+			delete(c.ownReserved, id)
+		}
+	}
+	for _, cmd := range c.commands {
+		for n := range cmd.destinations {
+			out[n] = true
+		}
+		for _, r := range cmd.replacements {
+			if n := nodeOfClaim[r]; n != "" {
+				out[n] = true
+			}
+		}
+	}
+	c.mu.Unlock()
+	if c.reservations != nil {
+		for claim, node := range nodeOfClaim {
+			if !known[claim] && c.reservations.Reserved(claim) {
+				out[node] = true
+			}
+		}
+	}
+	delete(out, "")
+	return out
+}
+
+// recordMoves remembers the workloads whose pods an executing command evicts (from its nodes' pods
+// in this pass's read).
+func (c *Controller) recordMoves(cl *cluster, cmd *command, executed time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range cmd.targets {
+		c.moves.Record(disruptionpolicy.Owners(cl.podsByNode[t.node]), executed)
+	}
+}
+
+// hostsMovedReplica reports whether the member runs a pod a command already moved.
+func (c *Controller) hostsMovedReplica(m *member) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.moves.MovedReplica(m.pods) != nil
+}
+
+// forgetMoves drops the memory of moves once the loop has nothing left to do: no command in flight
+// or draining, and a pass that found no command even with the nodes hosting moved replicas.
+func (c *Controller) forgetMoves() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.commands) == 0 && len(c.deleting) == 0 {
+		c.moves = disruptionpolicy.Moves{}
+	}
+}
+
+// resimBackoff is how long the nodes of a command its re-simulation abandoned are left out of new
+// commands. The plan that formed it is usually formed again at once (the same snapshot, the same
+// planner) and fails the same way — e.g. when its replacements came up with less allocatable than
+// the catalog promised — each time launching and deleting its replacements.
+const resimBackoff = time.Minute
+
+// backOff keeps the command's nodes out of new commands for resimBackoff.
+func (c *Controller) backOff(cmd *command, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range cmd.targets {
+		c.backoff[t.node] = now.Add(resimBackoff)
+	}
+}
+
+// backedOff reports whether the node is still left out after an abandoned command, forgetting the
+// nodes whose back-off is over.
+func (c *Controller) backedOff(node string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until, ok := c.backoff[node]
+	if ok && !now.Before(until) {
+		delete(c.backoff, node)
+		return false
+	}
+	return ok
+}

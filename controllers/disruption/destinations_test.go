@@ -1,0 +1,138 @@
+package disruption
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/nomination"
+	"github.com/joist-dev/joist/test/env"
+)
+
+// reservedOn is a Reserver whose reservations hold room on the named claims.
+type reservedOn map[string]bool
+
+func (reservedOn) Reserve(nomination.Reservation) {}
+
+func (r reservedOn) Reserved(claim string) bool { return r[claim] }
+
+// destinationsFixture: node-b runs one pod of the ReplicaSet rs; node-c two plain pods of the same
+// total size; node-d, protected, has room for either node's pods. The budget lets one node go at a
+// time. Removing node-b or node-c saves the same; node-b is the cheaper to disrupt (one pod), so a
+// plan that knows nothing else takes node-b.
+func destinationsFixture(t *testing.T) (client.Client, types.UID) {
+	t.Helper()
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	kube := e.Client
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
+		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{resimType}},
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}},
+		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+			ConsolidateAfter: v1.MustParseNillableDuration("0s"), Budgets: []v1.Budget{{Nodes: "1"}}},
+	}}
+	create(t, kube, np)
+	const rs = types.UID("22222222-2222-3333-4444-555555555555")
+	for _, n := range []string{"node-b", "node-c", "node-d"} {
+		resimNode(t, kube, np, n)
+	}
+	ownedPod(t, kube, "app-moved", "node-b", "1500m", rs)
+	resimPod(t, kube, "node-c-1", "node-c", "700m")
+	resimPod(t, kube, "node-c-2", "node-c", "800m")
+	resimPod(t, kube, "node-d-1", "node-d", "500m")
+	dest := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "node-d"}, dest); err != nil {
+		t.Fatal(err)
+	}
+	stored := dest.DeepCopy()
+	dest.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := kube.Patch(ctx, dest, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	return kube, rs
+}
+
+// commandTargets runs one pass and returns the nodes of the command it started.
+func commandTargets(t *testing.T, c *Controller) []string {
+	t.Helper()
+	if err := c.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.commands) != 1 {
+		t.Fatalf("want one command, got %d", len(c.commands))
+	}
+	var out []string
+	for _, tg := range c.commands[0].targets {
+		out = append(out, tg.node)
+	}
+	return out
+}
+
+// A command moved pods of rs; a re-created one landed on node-b. The next command takes node-c
+// instead, although node-b is the cheaper to disrupt: taking node-b would evict the moved replica a
+// second time. Without the preference the plan takes node-b.
+func TestNextCommandSparesNodesHostingMovedPods(t *testing.T) {
+	kube, rs := destinationsFixture(t)
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+	c.moves.Record([]types.UID{rs}, time.Now().Add(-time.Minute))
+	if got := commandTargets(t, c); len(got) != 1 || got[0] != "node-c" {
+		t.Errorf("command takes %v, want [node-c]: node-b hosts a replica a command already moved", got)
+	}
+}
+
+// The same cluster without a memory of moves: the plan takes node-b (the fixture is what the test
+// above says it is).
+func TestNextCommandTakesCheapestWithoutMoves(t *testing.T) {
+	kube, _ := destinationsFixture(t)
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+	if got := commandTargets(t, c); len(got) != 1 || got[0] != "node-b" {
+		t.Errorf("command takes %v, want [node-b]", got)
+	}
+}
+
+// The preference is not a protection: when nothing else can be consolidated, the node hosting a
+// moved replica still goes.
+func TestNodesHostingMovedPodsConsolidatedWhenNothingElse(t *testing.T) {
+	kube, rs := destinationsFixture(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "node-c-1"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	stored := pod.DeepCopy()
+	pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := kube.Patch(ctx, pod, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+	c.moves.Record([]types.UID{rs}, time.Now().Add(-time.Minute))
+	if got := commandTargets(t, c); len(got) != 1 || got[0] != "node-b" {
+		t.Errorf("command takes %v, want [node-b]: nothing else can go", got)
+	}
+}
+
+// An executing command holds room on node-b for the pods it evicts (a reservation). The next
+// command does not take node-b — its reserved room would be gone and the evicted pods would find
+// none — even as the only thing left to consolidate.
+func TestNextCommandSparesReservedDestinations(t *testing.T) {
+	kube, _ := destinationsFixture(t)
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, reservedOn{"node-b": true}, events.NewFakeRecorder(100), clk, DefaultOptions())
+	if got := commandTargets(t, c); len(got) != 1 || got[0] != "node-c" {
+		t.Errorf("command takes %v, want [node-c]: room is reserved on node-b", got)
+	}
+}
