@@ -101,18 +101,24 @@ func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []recon
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// Release makes the registered nodes of one provisioning batch schedulable together: once every node
-// of the batch is Ready and free of the node lifecycle controller's not-ready taint, the pods planned
-// for each get status.nominatedNodeName = that node, all of them at once; once the informer cache
-// shows every nomination in place, the karpenter.sh/unregistered taints are lifted, all together.
+// Release makes the registered nodes of one provisioning batch schedulable, each as soon as it can
+// be: a node is released once it is Ready and free of the node lifecycle controller's not-ready
+// taint — the pods planned for it get status.nominatedNodeName = that node, and once the informer
+// cache shows those nominations the karpenter.sh/unregistered taint is lifted. Nodes that turn Ready
+// together are released together. Only a batch with a pod whose placement counts pods on other
+// nodes (topology spread, pod affinity or anti-affinity) waits for all its nodes, so that every
+// domain exists and is schedulable before any such pod binds; its slowest node is waited for at most
+// BatchReleaseTimeout.
+//
 // The kube-scheduler tries a pod's nominated node first and holds room there for it, so pods land
 // where the solver put them rather than on whichever node turned schedulable first. (Nominating any
 // earlier does not stick: the scheduler clears the field each time it tries a pod and finds no
-// node, and a new node makes it try them all again.) A batch whose slowest node is not ready within
-// BatchReleaseTimeout is released without it. Nothing here polls: node and claim updates, and the
-// pod update that shows the last nomination written, requeue the batch; a deadline
-// (nominationsSeenTimeout) releases it if the cache never shows them. The loop's workqueue
-// serializes a batch: one worker releases it.
+// node, and a new node makes it try them all again.) The nominations of a node are written once
+// before its release; the release does not chase the scheduler's attempts meanwhile (that waited
+// for its last Unschedulable mark), it writes the ones the scheduler cleared once more right after
+// lifting the taint. Nothing here polls: node and claim updates, and the pod update that shows the
+// last nomination written, requeue the batch; a deadline (nominationsSeenTimeout) releases it if
+// the cache never shows them. The loop's workqueue serializes a batch: one worker releases it.
 func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.String()
 	claims, err := c.batchClaims(ctx, req)
@@ -125,14 +131,17 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 	if waiting > 0 {
-		if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); left > 0 {
+		together, err := c.releasedTogether(ctx, claims)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); together && left > 0 {
 			return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
 		}
 	}
-	// Each pass writes every nomination the cache does not show on its node (in bulk, up to
-	// nominationParallelism patches in flight), so one the scheduler cleared meanwhile is written again
-	// before the release.
-	written, err := c.nominate(ctx, ready)
+	// The nominations of nodes not nominated yet in this wait are written in bulk (up to
+	// nominationParallelism patches in flight).
+	written, err := c.nominate(ctx, c.seen.toNominate(key, ready))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -152,7 +161,7 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		c.released.add(claim, node.Name)
 		c.store.MarkReleased(claim, c.clock.Now())
 	}
-	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "nominationsWritten", written)
+	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "stillLaunching", waiting, "nominationsWritten", written)
 	g, gctx := errgroup.WithContext(ctx)
 	for _, n := range ready {
 		g.Go(func() error { return c.liftUnregisteredTaint(gctx, n) })
@@ -163,7 +172,38 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		}
 		return reconcile.Result{}, err
 	}
+	// A pod the scheduler tried (and failed: the node was still tainted) between its nomination and
+	// the release lost the nomination; write it once more now that the node takes pods. This is not
+	// the renomination a rejection gets: the pod had no chance at its node yet.
+	if _, err := c.nominate(ctx, ready); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{}, nil
+}
+
+// releasedTogether reports whether the batch's nodes must be released together: a pod planned onto
+// one of them counts pods on other nodes (topology spread, pod affinity or anti-affinity), so a node
+// released alone would let the first of them bind where the rest of the plan cannot follow (a spread
+// of one zone, say, then skewed).
+func (c *Controller) releasedTogether(ctx context.Context, claims []v1.NodeClaim) (bool, error) {
+	for i := range claims {
+		for _, uid := range c.store.PodsOf(claims[i].Name) {
+			pod, err := c.podByUID(ctx, uid)
+			if err != nil {
+				return false, err
+			}
+			if pod != nil && countsOtherNodes(pod) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// countsOtherNodes reports whether where the pod may go depends on the pods of other nodes.
+func countsOtherNodes(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return len(pod.Spec.TopologySpreadConstraints) > 0 || (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil))
 }
 
 // batchClaims returns the live claims the request releases.
@@ -337,10 +377,33 @@ type seenWait struct {
 	since   map[string]time.Time
 	waiting map[types.UID]string
 	left    map[string]int
+	// nominated holds, per key, the claims whose nominations this wait has written.
+	nominated map[string]map[string]bool
 }
 
 func newSeenWait() *seenWait {
-	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}}
+	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}, nominated: map[string]map[string]bool{}}
+}
+
+// toNominate returns the nodes (by claim) whose nominations the key's wait has not written yet, and
+// records them as written: a node's nominations are written once before its release, not again on
+// every pass while the scheduler, still trying the pods, clears some of them.
+func (s *seenWait) toNominate(key string, nodes map[string]*corev1.Node) map[string]*corev1.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := s.nominated[key]
+	if done == nil {
+		done = map[string]bool{}
+		s.nominated[key] = done
+	}
+	out := map[string]*corev1.Node{}
+	for claim, node := range nodes {
+		if !done[claim] {
+			done[claim] = true
+			out[claim] = node
+		}
+	}
+	return out
 }
 
 // sinceStart returns how long the key has been waiting, starting the wait at now if it was not.
@@ -398,6 +461,7 @@ func (s *seenWait) done(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.since, key)
+	delete(s.nominated, key)
 	if s.left[key] == 0 {
 		return
 	}

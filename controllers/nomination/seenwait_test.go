@@ -3,6 +3,7 @@ package nomination
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -39,5 +40,27 @@ func TestSeenWaitDoneForgetsTheKeysPods(t *testing.T) {
 	s.done("batch/1")
 	if _, last := s.resolve("a"); last {
 		t.Error("a pod of a finished release still requeues it")
+	}
+}
+
+// A node's nominations are written once per release wait: a later pass of the same wait (the
+// scheduler, still trying the pods, cleared some meanwhile) writes only the nodes that joined it,
+// rather than chasing the scheduler's attempts until its last one; a new wait writes them all again.
+func TestSeenWaitNominatesEachNodeOncePerWait(t *testing.T) {
+	s := newSeenWait()
+	a, b := &corev1.Node{}, &corev1.Node{}
+	if got := s.toNominate("batch/1", map[string]*corev1.Node{"a": a}); len(got) != 1 || got["a"] != a {
+		t.Fatalf("first pass nominates %v, want node a", got)
+	}
+	got := s.toNominate("batch/1", map[string]*corev1.Node{"a": a, "b": b})
+	if len(got) != 1 || got["b"] != b {
+		t.Fatalf("second pass of the same wait nominates %v, want only node b (a was written already)", got)
+	}
+	if got := s.toNominate("batch/2", map[string]*corev1.Node{"a": a}); len(got) != 1 {
+		t.Errorf("another key shares the first key's record: %v", got)
+	}
+	s.done("batch/1")
+	if got := s.toNominate("batch/1", map[string]*corev1.Node{"a": a, "b": b}); len(got) != 2 {
+		t.Errorf("after the wait ended, a new one nominates %v, want both nodes", got)
 	}
 }
