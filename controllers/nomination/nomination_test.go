@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,6 +225,46 @@ func TestNodeIsReleasedAsItTurnsReady(t *testing.T) {
 	if !h.store.IsReleased("node-b") {
 		t.Error("node-b released but not marked released: its pods' rejections would go unseen")
 	}
+}
+
+// Nodes that turn Ready together are nominated and released in rounds of about
+// nominationParallelism pods: the first node goes to the scheduler as soon as the cache shows its
+// pods' nominations, before the next node's are written (etcd's revisions order the writes).
+func TestNodesAreReleasedInRoundsOfNominations(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	planned := map[string][]*corev1.Pod{}
+	for _, node := range []string{"node-a", "node-b"} {
+		for i := range nominationParallelism {
+			planned[node] = append(planned[node], h.pendingPod(t, fmt.Sprintf("%s-%d", node, i), nil))
+		}
+		h.ctrl.Plan(node, planned[node])
+	}
+	h.setReady(t, "node-a", true)
+	h.setReady(t, "node-b", true)
+	h.releasedWithPods(t, [2]string{"node-a-0", "node-a"}, [2]string{"node-b-0", "node-b"})
+	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	h.get(t, nodeA)
+	releasedA := revision(t, nodeA)
+	for _, pod := range planned["node-b"] {
+		h.get(t, pod)
+		if pod.Status.NominatedNodeName != "node-b" {
+			t.Fatalf("%s nominated to %q, want node-b", pod.Name, pod.Status.NominatedNodeName)
+		}
+		if rv := revision(t, pod); rv < releasedA {
+			t.Fatalf("%s was nominated (revision %d) before node-a was released (revision %d): all nominations were written before any node went out", pod.Name, rv, releasedA)
+		}
+	}
+}
+
+func revision(t *testing.T, obj client.Object) int64 {
+	t.Helper()
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rv
 }
 
 // A batch with a pod whose placement counts other nodes' pods (here a zone spread) is released

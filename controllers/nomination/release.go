@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -130,43 +132,74 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		c.seen.done(key)
 		return reconcile.Result{}, err
 	}
-	if waiting > 0 {
-		together, err := c.releasedTogether(ctx, claims)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); together && left > 0 {
-			return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
-		}
-	}
-	// The nominations of nodes not nominated yet in this wait are written in bulk (up to
-	// nominationParallelism patches in flight).
-	written, err := c.nominate(ctx, c.seen.toNominate(key, ready))
+	together, err := c.releasedTogether(ctx, claims)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it has
-	// yet to see some nominations lets it place pods into room held for others, which strands a
-	// planned pod. Our cache, fed by the same apiserver, is the nearest proof we have that the
-	// nominations are out; the pod updates that show the last of them requeue the batch. Without
-	// them after nominationsSeenTimeout, release anyway.
-	if unseen := c.unseenNominations(ctx, ready); len(unseen) > 0 {
+	if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); waiting > 0 && together && left > 0 {
+		return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
+	}
+	// Nodes are nominated and released in rounds of about nominationParallelism pods: the first
+	// round's nodes go to the scheduler as soon as the cache shows their nominations, then the next
+	// round's are written — not all nodes after all nominations. A batch released together is one
+	// round.
+	budget := nominationParallelism
+	if together {
+		budget = math.MaxInt
+	}
+	for {
+		var written int
+		if len(c.seen.nominatedOf(key, ready)) == 0 { // the next round once the last one is out
+			if written, err = c.nominate(ctx, c.seen.toNominate(key, ready, c.podCount, budget)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it
+		// has yet to see some nominations lets it place pods into room held for others, which strands
+		// a planned pod. Our cache, fed by the same apiserver, is the nearest proof we have that the
+		// nominations are out; the pod updates that show the last of them requeue the batch. Without
+		// them after nominationsSeenTimeout, release anyway.
+		out, unseen := c.nominationsShown(ctx, c.seen.nominatedOf(key, ready))
 		waited := c.seen.sinceStart(key, c.clock.Now())
-		if waited < nominationsSeenTimeout && c.seen.await(key, unseen, func(uid types.UID) bool { return c.nominationSeen(ctx, uid) }) {
+		if waited >= nominationsSeenTimeout {
+			out, unseen = c.seen.nominatedOf(key, ready), nil
+		}
+		if together && len(unseen) > 0 {
+			out = nil // all or none
+		}
+		if len(out) > 0 {
+			if res, err := c.releaseNodes(ctx, key, out, len(ready)-len(out), written); err != nil || !res.IsZero() {
+				return res, err
+			}
+			for claim := range out {
+				delete(ready, claim)
+			}
+		}
+		switch {
+		case len(unseen) > 0 && c.seen.await(key, unseen, func(uid types.UID) bool { return c.nominationSeen(ctx, uid) }):
 			return reconcile.Result{RequeueAfter: nominationsSeenTimeout - waited}, nil
+		case len(ready) == 0:
+			c.seen.done(key)
+			return reconcile.Result{}, nil
 		}
 	}
-	c.seen.done(key)
-	for claim, node := range ready {
+}
+
+// releaseNodes lifts the unregistered taint of the nodes (by claim) whose nominations are out, and
+// writes once more the nominations the scheduler cleared meanwhile.
+func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, left, written int) (reconcile.Result, error) {
+	for claim, node := range nodes {
 		c.released.add(claim, node.Name)
 		c.store.MarkReleased(claim, c.clock.Now())
 	}
-	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "stillLaunching", waiting, "nominationsWritten", written)
+	c.seen.released(key, nodes, c.clock.Now())
+	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(nodes), "notYet", left, "nominationsWritten", written)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, n := range ready {
+	for _, n := range nodes {
 		g.Go(func() error { return c.liftUnregisteredTaint(gctx, n) })
 	}
 	if err := g.Wait(); err != nil {
+		c.seen.done(key)
 		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
@@ -175,10 +208,33 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 	// A pod the scheduler tried (and failed: the node was still tainted) between its nomination and
 	// the release lost the nomination; write it once more now that the node takes pods. This is not
 	// the renomination a rejection gets: the pod had no chance at its node yet.
-	if _, err := c.nominate(ctx, ready); err != nil {
+	if _, err := c.nominate(ctx, nodes); err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// podCount is how many pending pods are planned for the claim.
+func (c *Controller) podCount(claim string) int { return len(c.store.PodsOf(claim)) }
+
+// nominationsShown splits the nodes (by claim) into those whose pods' nominations the informer
+// cache shows, and the pods of the others whose nominations it does not show yet.
+func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*corev1.Node) (map[string]*corev1.Node, []types.UID) {
+	shown := map[string]*corev1.Node{}
+	var unseen []types.UID
+	for claim, node := range nodes {
+		var missing []types.UID
+		for _, uid := range c.store.PodsOf(claim) {
+			if !c.nominationSeen(ctx, uid) {
+				missing = append(missing, uid)
+			}
+		}
+		if len(missing) == 0 {
+			shown[claim] = node
+		}
+		unseen = append(unseen, missing...)
+	}
+	return shown, unseen
 }
 
 // releasedTogether reports whether the batch's nodes must be released together: a pod planned onto
@@ -305,20 +361,6 @@ func (c *Controller) writeNomination(ctx context.Context, uid types.UID, node, r
 	return pod.ResourceVersion, nil
 }
 
-// unseenNominations returns the still-pending pods planned for the nodes whose nomination the
-// informer cache does not show yet (our write is newer than its copy).
-func (c *Controller) unseenNominations(ctx context.Context, nodes map[string]*corev1.Node) []types.UID {
-	var out []types.UID
-	for claim := range nodes {
-		for _, uid := range c.store.PodsOf(claim) {
-			if !c.nominationSeen(ctx, uid) {
-				out = append(out, uid)
-			}
-		}
-	}
-	return out
-}
-
 // nominationSeen reports whether the cache's copy of the pod is at least as new as our nomination
 // write (or the pod is bound or gone).
 func (c *Controller) nominationSeen(ctx context.Context, uid types.UID) bool {
@@ -385,10 +427,11 @@ func newSeenWait() *seenWait {
 	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}, nominated: map[string]map[string]bool{}}
 }
 
-// toNominate returns the nodes (by claim) whose nominations the key's wait has not written yet, and
-// records them as written: a node's nominations are written once before its release, not again on
-// every pass while the scheduler, still trying the pods, clears some of them.
-func (s *seenWait) toNominate(key string, nodes map[string]*corev1.Node) map[string]*corev1.Node {
+// toNominate returns the nodes (by claim) whose nominations the key's wait is to write now, and
+// records them as written: nodes not written yet in this wait, in name order, until about budget
+// pods (pods counts a node's) — at least one node. A node's nominations are written once before its
+// release, not again on every pass while the scheduler, still trying the pods, clears some of them.
+func (s *seenWait) toNominate(key string, nodes map[string]*corev1.Node, pods func(claim string) int, budget int) map[string]*corev1.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	done := s.nominated[key]
@@ -397,13 +440,43 @@ func (s *seenWait) toNominate(key string, nodes map[string]*corev1.Node) map[str
 		s.nominated[key] = done
 	}
 	out := map[string]*corev1.Node{}
+	n := 0
+	for _, claim := range slices.Sorted(maps.Keys(nodes)) {
+		if done[claim] {
+			continue
+		}
+		if len(out) > 0 && n >= budget {
+			break
+		}
+		done[claim] = true
+		out[claim] = nodes[claim]
+		n += pods(claim)
+	}
+	return out
+}
+
+// nominatedOf returns the nodes (by claim) whose nominations the key's wait has written.
+func (s *seenWait) nominatedOf(key string, nodes map[string]*corev1.Node) map[string]*corev1.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]*corev1.Node{}
 	for claim, node := range nodes {
-		if !done[claim] {
-			done[claim] = true
+		if s.nominated[key][claim] {
 			out[claim] = node
 		}
 	}
 	return out
+}
+
+// released records that the nodes left the key's wait at now: the wait's deadline counts anew for
+// the nodes still in it.
+func (s *seenWait) released(key string, nodes map[string]*corev1.Node, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for claim := range nodes {
+		delete(s.nominated[key], claim)
+	}
+	s.since[key] = now
 }
 
 // sinceStart returns how long the key has been waiting, starting the wait at now if it was not.

@@ -43,24 +43,31 @@ func TestSeenWaitDoneForgetsTheKeysPods(t *testing.T) {
 	}
 }
 
-// A node's nominations are written once per release wait: a later pass of the same wait (the
-// scheduler, still trying the pods, cleared some meanwhile) writes only the nodes that joined it,
-// rather than chasing the scheduler's attempts until its last one; a new wait writes them all again.
+// A node's nominations are written once per release wait, in rounds of about the budget's pods (at
+// least one node): a later pass of the same wait writes only nodes not written yet, rather than
+// chasing the scheduler's attempts until its last one; a new wait writes them all again.
 func TestSeenWaitNominatesEachNodeOncePerWait(t *testing.T) {
 	s := newSeenWait()
-	a, b := &corev1.Node{}, &corev1.Node{}
-	if got := s.toNominate("batch/1", map[string]*corev1.Node{"a": a}); len(got) != 1 || got["a"] != a {
-		t.Fatalf("first pass nominates %v, want node a", got)
+	pods := func(string) int { return 100 }
+	a, b, c := &corev1.Node{}, &corev1.Node{}, &corev1.Node{}
+	nodes := map[string]*corev1.Node{"a": a, "b": b, "c": c}
+	if got := s.toNominate("batch/1", nodes, pods, 150); len(got) != 2 || got["a"] != a || got["b"] != b {
+		t.Fatalf("first round nominates %v, want nodes a and b (150 pods' budget, 100 pods each, at least the budget)", got)
 	}
-	got := s.toNominate("batch/1", map[string]*corev1.Node{"a": a, "b": b})
-	if len(got) != 1 || got["b"] != b {
-		t.Fatalf("second pass of the same wait nominates %v, want only node b (a was written already)", got)
+	if got := s.toNominate("batch/1", nodes, pods, 150); len(got) != 1 || got["c"] != c {
+		t.Fatalf("second round of the same wait nominates %v, want only node c (a and b were written already)", got)
 	}
-	if got := s.toNominate("batch/2", map[string]*corev1.Node{"a": a}); len(got) != 1 {
+	if got := s.toNominate("batch/1", nodes, pods, 150); len(got) != 0 {
+		t.Fatalf("third round nominates %v again", got)
+	}
+	if got := s.nominatedOf("batch/1", map[string]*corev1.Node{"a": a, "x": c}); len(got) != 1 || got["a"] != a {
+		t.Errorf("nominatedOf = %v, want node a only", got)
+	}
+	if got := s.toNominate("batch/2", nodes, pods, 1000); len(got) != 3 {
 		t.Errorf("another key shares the first key's record: %v", got)
 	}
 	s.done("batch/1")
-	if got := s.toNominate("batch/1", map[string]*corev1.Node{"a": a, "b": b}); len(got) != 2 {
-		t.Errorf("after the wait ended, a new one nominates %v, want both nodes", got)
+	if got := s.toNominate("batch/1", nodes, pods, 1000); len(got) != 3 {
+		t.Errorf("after the wait ended, a new one nominates %v, want all three nodes", got)
 	}
 }
