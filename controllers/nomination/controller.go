@@ -1,7 +1,8 @@
 // Package nomination is the one home of Joist's pod nominations. It records which pods the solver
-// planned onto which NodeClaim (state.Nominations), releases a provisioning batch's nodes to the
-// kube-scheduler once they are all Ready — the planned pods' status.nominatedNodeName written first,
-// then every karpenter.sh/unregistered taint lifted together — and handles the pods the scheduler
+// planned onto which NodeClaim (state.Nominations), releases each node to the kube-scheduler as it
+// turns Ready — its planned pods' status.nominatedNodeName written first, then its
+// karpenter.sh/unregistered taint lifted; a batch with topology-spread or pod-affinity pods is
+// released together once all its nodes are Ready — and handles the pods the scheduler
 // turns away from their planned node (nominate once more, then plan again). It also holds the room a
 // disruption command reserves for the pods it evicts, so their re-creations land where the plan put
 // them. Nothing else writes a pod's nomination or lifts that taint.
@@ -29,8 +30,9 @@ import (
 
 // Options tune nominations and release.
 type Options struct {
-	// BatchReleaseTimeout bounds how long the ready nodes of a provisioning batch wait for its slowest
-	// node before they are released to the kube-scheduler without it.
+	// BatchReleaseTimeout bounds how long the ready nodes of a provisioning batch released together
+	// (one with topology-spread or pod-affinity pods) wait for its slowest node before they are
+	// released to the kube-scheduler without it.
 	BatchReleaseTimeout time.Duration
 	// RejectionGrace is how long a pod the kube-scheduler turned away from its planned node keeps its
 	// nomination before it is planned again.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -165,14 +166,116 @@ func eventually(t *testing.T, what string, timeout time.Duration, cond func() (b
 	}
 }
 
-// A provisioning batch of two nodes is released together: while one node is not Ready the other
-// keeps its unregistered taint and its pod gets no nomination; once both are Ready, every planned
-// pod is nominated to its node and both taints are lifted.
-func TestReleaseLiftsTaintsInBulkWhenNodesTurnReady(t *testing.T) {
+// spreadPod creates a pending pod spread over zones: where it may go depends on other nodes' pods.
+func (h *harness) spreadPod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "spread"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+				WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "spread"}}}}}}
+	if err := h.direct.Create(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// releasedWithPods waits until each node has lost its unregistered taint and its pod is nominated
+// to it.
+func (h *harness) releasedWithPods(t *testing.T, pairs ...[2]string) {
+	t.Helper()
+	eventually(t, "nodes released with their pods nominated", 20*time.Second, func() (bool, string) {
+		var out string
+		released := true
+		for _, p := range pairs {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p[1]}}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p[0], Namespace: "default"}}
+			h.get(t, node)
+			h.get(t, pod)
+			released = released && !tainted(node) && pod.Status.NominatedNodeName == p[1]
+			out += fmt.Sprintf("%s tainted=%v %s→%q; ", p[1], tainted(node), p[0], pod.Status.NominatedNodeName)
+		}
+		return released, out
+	})
+}
+
+// A node is released as soon as it is Ready, its planned pod nominated to it first, while the rest
+// of its provisioning batch is still coming up: the kube-scheduler can bind its pods meanwhile.
+func TestNodeIsReleasedAsItTurnsReady(t *testing.T) {
 	h := start(t, DefaultOptions())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	podA, podB := h.pendingPod(t, "pod-a", nil), h.pendingPod(t, "pod-b", nil)
+	h.ctrl.Plan("node-a", []*corev1.Pod{podA})
+	h.ctrl.Plan("node-b", []*corev1.Pod{podB})
+
+	h.setReady(t, "node-a", true)
+	h.releasedWithPods(t, [2]string{"pod-a", "node-a"})
+	nodeB := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
+	h.get(t, nodeB)
+	h.get(t, podB)
+	if !tainted(nodeB) || podB.Status.NominatedNodeName != "" {
+		t.Fatalf("node-b released before it was Ready: taints %v, pod-b nominated to %q", nodeB.Spec.Taints, podB.Status.NominatedNodeName)
+	}
+	if !h.store.IsReleased("node-a") || h.store.IsReleased("node-b") {
+		t.Errorf("released marks: node-a %v (want true), node-b %v (want false)", h.store.IsReleased("node-a"), h.store.IsReleased("node-b"))
+	}
+
+	h.setReady(t, "node-b", true)
+	h.releasedWithPods(t, [2]string{"pod-a", "node-a"}, [2]string{"pod-b", "node-b"})
+	if !h.store.IsReleased("node-b") {
+		t.Error("node-b released but not marked released: its pods' rejections would go unseen")
+	}
+}
+
+// Nodes that turn Ready together are nominated and released in rounds of about
+// nominationParallelism pods: the first node goes to the scheduler as soon as the cache shows its
+// pods' nominations, before the next node's are written (etcd's revisions order the writes).
+func TestNodesAreReleasedInRoundsOfNominations(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	planned := map[string][]*corev1.Pod{}
+	for _, node := range []string{"node-a", "node-b"} {
+		for i := range nominationParallelism {
+			planned[node] = append(planned[node], h.pendingPod(t, fmt.Sprintf("%s-%d", node, i), nil))
+		}
+		h.ctrl.Plan(node, planned[node])
+	}
+	h.setReady(t, "node-a", true)
+	h.setReady(t, "node-b", true)
+	h.releasedWithPods(t, [2]string{"node-a-0", "node-a"}, [2]string{"node-b-0", "node-b"})
+	nodeA := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}
+	h.get(t, nodeA)
+	releasedA := revision(t, nodeA)
+	for _, pod := range planned["node-b"] {
+		h.get(t, pod)
+		if pod.Status.NominatedNodeName != "node-b" {
+			t.Fatalf("%s nominated to %q, want node-b", pod.Name, pod.Status.NominatedNodeName)
+		}
+		if rv := revision(t, pod); rv < releasedA {
+			t.Fatalf("%s was nominated (revision %d) before node-a was released (revision %d): all nominations were written before any node went out", pod.Name, rv, releasedA)
+		}
+	}
+}
+
+func revision(t *testing.T, obj client.Object) int64 {
+	t.Helper()
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rv
+}
+
+// A batch with a pod whose placement counts other nodes' pods (here a zone spread) is released
+// together: while one node is not Ready the other keeps its unregistered taint and its pod gets no
+// nomination; once both are Ready, every planned pod is nominated to its node and both taints are
+// lifted.
+func TestBatchWithSpreadPodsIsReleasedTogether(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	podA, podB := h.spreadPod(t, "pod-a"), h.spreadPod(t, "pod-b")
 	h.ctrl.Plan("node-a", []*corev1.Pod{podA})
 	h.ctrl.Plan("node-b", []*corev1.Pod{podB})
 
@@ -187,19 +290,7 @@ func TestReleaseLiftsTaintsInBulkWhenNodesTurnReady(t *testing.T) {
 	}
 
 	h.setReady(t, "node-b", true)
-	eventually(t, "both nodes released with their pods nominated", 20*time.Second, func() (bool, string) {
-		var out string
-		released := true
-		for _, p := range []struct{ pod, node string }{{"pod-a", "node-a"}, {"pod-b", "node-b"}} {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: p.node}}
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.pod, Namespace: "default"}}
-			h.get(t, node)
-			h.get(t, pod)
-			released = released && !tainted(node) && pod.Status.NominatedNodeName == p.node
-			out += fmt.Sprintf("%s tainted=%v %s→%q; ", p.node, tainted(node), p.pod, pod.Status.NominatedNodeName)
-		}
-		return released, out
-	})
+	h.releasedWithPods(t, [2]string{"pod-a", "node-a"}, [2]string{"pod-b", "node-b"})
 	if !h.store.IsReleased("node-a") || !h.store.IsReleased("node-b") {
 		t.Error("released claims not marked released: their pods' rejections would go unseen")
 	}
@@ -292,6 +383,34 @@ func TestOffPlanBindingSwapsAPodOfTheSameWorkloadIntoTheVacatedSlot(t *testing.T
 		claim, _ := h.store.ClaimOf(y.UID)
 		return claim == "node-b" && y.Status.NominatedNodeName == "node-b", fmt.Sprintf("claim %q, nominated %q", claim, y.Status.NominatedNodeName)
 	})
+	if n := h.replans.Load(); n != 0 {
+		t.Errorf("%d re-plans; the swap needs none", n)
+	}
+}
+
+// The slot an off-plan binding vacates may be on a node not released yet (nodes are released as
+// they turn Ready): the swapped pod counts there and is nominated to it at its release.
+func TestOffPlanBindingSwapsIntoASlotOnANodeNotReleasedYet(t *testing.T) {
+	h := start(t, DefaultOptions())
+	h.claimWithNode(t, "node-a", "batch-1", false)
+	h.claimWithNode(t, "node-b", "batch-1", false)
+	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptr.To(true)}
+	x, y := h.pendingPod(t, "x", owner), h.pendingPod(t, "y", owner)
+	h.ctrl.Plan("node-b", []*corev1.Pod{x})
+	h.ctrl.Plan("node-a", []*corev1.Pod{y})
+	h.setReady(t, "node-a", true)
+	h.releasedWithPods(t, [2]string{"y", "node-a"})
+	// The scheduler binds x, planned for node-b (not Ready yet), to node-a.
+	if err := h.direct.SubResource("binding").Create(context.Background(), x,
+		&corev1.Binding{Target: corev1.ObjectReference{Kind: "Node", Name: "node-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "y moved to x's planned claim", 20*time.Second, func() (bool, string) {
+		claim, _ := h.store.ClaimOf(y.UID)
+		return claim == "node-b", fmt.Sprintf("claim %q", claim)
+	})
+	h.setReady(t, "node-b", true)
+	h.releasedWithPods(t, [2]string{"y", "node-b"})
 	if n := h.replans.Load(); n != 0 {
 		t.Errorf("%d re-plans; the swap needs none", n)
 	}

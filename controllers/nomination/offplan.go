@@ -51,7 +51,9 @@ func (r *releasedNodes) claimOf(node string) string {
 // identical to it, so that pod's nomination moves to the vacated slot at once: without the swap the
 // displaced pod would be turned away, wait out RejectionGrace and be planned again — by then the
 // snapshot can count the room it needs as taken and buy a node for it although the plan's room
-// still exists. (Pods of other workloads displaced this way still go through rejection.)
+// still exists. (Pods of other workloads displaced this way still go through rejection.) The
+// vacated slot may be on a node not released yet (nodes are released as they turn Ready): the
+// swapped pod is then nominated to it at that node's release.
 func (c *Controller) swapOffPlan(ctx context.Context, pod *corev1.Pod) {
 	planned, ok := c.store.ClaimOf(pod.UID)
 	if !ok {
@@ -59,7 +61,7 @@ func (c *Controller) swapOffPlan(ctx context.Context, pod *corev1.Pod) {
 	}
 	plannedNode, landedClaim := c.released.nodeOf(planned), c.released.claimOf(pod.Spec.NodeName)
 	owner := ownerOf(pod)
-	if plannedNode == "" || plannedNode == pod.Spec.NodeName || landedClaim == "" || owner == "" {
+	if plannedNode == pod.Spec.NodeName || landedClaim == "" || landedClaim == planned || owner == "" {
 		return
 	}
 	for _, uid := range c.store.PodsOf(landedClaim) {
@@ -68,9 +70,9 @@ func (c *Controller) swapOffPlan(ctx context.Context, pod *corev1.Pod) {
 			continue
 		}
 		c.store.Nominate(planned, uid)
-		c.queue.Add(uid) // handle writes its nomination to the planned node
+		c.queue.Add(uid) // handle writes its nomination to the planned node, once that is released
 		log.FromContext(ctx).V(1).Info("pod bound off-plan: a pod of its workload takes its planned slot",
-			"pod", klog.KObj(pod), "node", pod.Spec.NodeName, "plannedNode", plannedNode, "swapped", klog.KObj(other))
+			"pod", klog.KObj(pod), "node", pod.Spec.NodeName, "plannedClaim", planned, "plannedNode", plannedNode, "swapped", klog.KObj(other))
 		return
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -101,18 +103,24 @@ func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []recon
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
 }
 
-// Release makes the registered nodes of one provisioning batch schedulable together: once every node
-// of the batch is Ready and free of the node lifecycle controller's not-ready taint, the pods planned
-// for each get status.nominatedNodeName = that node, all of them at once; once the informer cache
-// shows every nomination in place, the karpenter.sh/unregistered taints are lifted, all together.
+// Release makes the registered nodes of one provisioning batch schedulable, each as soon as it can
+// be: a node is released once it is Ready and free of the node lifecycle controller's not-ready
+// taint — the pods planned for it get status.nominatedNodeName = that node, and once the informer
+// cache shows those nominations the karpenter.sh/unregistered taint is lifted. Nodes that turn Ready
+// together are released together. Only a batch with a pod whose placement counts pods on other
+// nodes (topology spread, pod affinity or anti-affinity) waits for all its nodes, so that every
+// domain exists and is schedulable before any such pod binds; its slowest node is waited for at most
+// BatchReleaseTimeout.
+//
 // The kube-scheduler tries a pod's nominated node first and holds room there for it, so pods land
 // where the solver put them rather than on whichever node turned schedulable first. (Nominating any
 // earlier does not stick: the scheduler clears the field each time it tries a pod and finds no
-// node, and a new node makes it try them all again.) A batch whose slowest node is not ready within
-// BatchReleaseTimeout is released without it. Nothing here polls: node and claim updates, and the
-// pod update that shows the last nomination written, requeue the batch; a deadline
-// (nominationsSeenTimeout) releases it if the cache never shows them. The loop's workqueue
-// serializes a batch: one worker releases it.
+// node, and a new node makes it try them all again.) The nominations of a node are written once
+// before its release; the release does not chase the scheduler's attempts meanwhile (that waited
+// for its last Unschedulable mark), it writes the ones the scheduler cleared once more right after
+// lifting the taint. Nothing here polls: node and claim updates, and the pod update that shows the
+// last nomination written, requeue the batch; a deadline (nominationsSeenTimeout) releases it if
+// the cache never shows them. The loop's workqueue serializes a batch: one worker releases it.
 func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.String()
 	claims, err := c.batchClaims(ctx, req)
@@ -124,46 +132,134 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		c.seen.done(key)
 		return reconcile.Result{}, err
 	}
-	if waiting > 0 {
-		if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); left > 0 {
-			return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
-		}
-	}
-	// Each pass writes every nomination the cache does not show on its node (in bulk, up to
-	// nominationParallelism patches in flight), so one the scheduler cleared meanwhile is written again
-	// before the release.
-	written, err := c.nominate(ctx, ready)
+	together, err := c.releasedTogether(ctx, claims)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it has
-	// yet to see some nominations lets it place pods into room held for others, which strands a
-	// planned pod. Our cache, fed by the same apiserver, is the nearest proof we have that the
-	// nominations are out; the pod updates that show the last of them requeue the batch. Without
-	// them after nominationsSeenTimeout, release anyway.
-	if unseen := c.unseenNominations(ctx, ready); len(unseen) > 0 {
+	if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); waiting > 0 && together && left > 0 {
+		return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
+	}
+	// Nodes are nominated and released in rounds of about nominationParallelism pods: the first
+	// round's nodes go to the scheduler as soon as the cache shows their nominations, then the next
+	// round's are written — not all nodes after all nominations. A batch released together is one
+	// round.
+	budget := nominationParallelism
+	if together {
+		budget = math.MaxInt
+	}
+	for {
+		var written int
+		if len(c.seen.nominatedOf(key, ready)) == 0 { // the next round once the last one is out
+			if written, err = c.nominate(ctx, c.seen.toNominate(key, ready, c.podCount, budget)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		// The kube-scheduler watches pods and nodes on separate streams: lifting the taints while it
+		// has yet to see some nominations lets it place pods into room held for others, which strands
+		// a planned pod. Our cache, fed by the same apiserver, is the nearest proof we have that the
+		// nominations are out; the pod updates that show the last of them requeue the batch. Without
+		// them after nominationsSeenTimeout, release anyway.
+		out, unseen := c.nominationsShown(ctx, c.seen.nominatedOf(key, ready))
 		waited := c.seen.sinceStart(key, c.clock.Now())
-		if waited < nominationsSeenTimeout && c.seen.await(key, unseen, func(uid types.UID) bool { return c.nominationSeen(ctx, uid) }) {
+		if waited >= nominationsSeenTimeout {
+			out, unseen = c.seen.nominatedOf(key, ready), nil
+		}
+		if together && len(unseen) > 0 {
+			out = nil // all or none
+		}
+		if len(out) > 0 {
+			if res, err := c.releaseNodes(ctx, key, out, len(ready)-len(out), written); err != nil || !res.IsZero() {
+				return res, err
+			}
+			for claim := range out {
+				delete(ready, claim)
+			}
+		}
+		switch {
+		case len(unseen) > 0 && c.seen.await(key, unseen, func(uid types.UID) bool { return c.nominationSeen(ctx, uid) }):
 			return reconcile.Result{RequeueAfter: nominationsSeenTimeout - waited}, nil
+		case len(ready) == 0:
+			c.seen.done(key)
+			return reconcile.Result{}, nil
 		}
 	}
-	c.seen.done(key)
-	for claim, node := range ready {
+}
+
+// releaseNodes lifts the unregistered taint of the nodes (by claim) whose nominations are out, and
+// writes once more the nominations the scheduler cleared meanwhile.
+func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, left, written int) (reconcile.Result, error) {
+	for claim, node := range nodes {
 		c.released.add(claim, node.Name)
 		c.store.MarkReleased(claim, c.clock.Now())
 	}
-	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(ready), "nominationsWritten", written)
+	c.seen.released(key, nodes, c.clock.Now())
+	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(nodes), "notYet", left, "nominationsWritten", written)
 	g, gctx := errgroup.WithContext(ctx)
-	for _, n := range ready {
+	for _, n := range nodes {
 		g.Go(func() error { return c.liftUnregisteredTaint(gctx, n) })
 	}
 	if err := g.Wait(); err != nil {
+		c.seen.done(key)
 		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, err
 	}
+	// A pod the scheduler tried (and failed: the node was still tainted) between its nomination and
+	// the release lost the nomination; write it once more now that the node takes pods. This is not
+	// the renomination a rejection gets: the pod had no chance at its node yet.
+	if _, err := c.nominate(ctx, nodes); err != nil {
+		return reconcile.Result{}, err
+	}
 	return reconcile.Result{}, nil
+}
+
+// podCount is how many pending pods are planned for the claim.
+func (c *Controller) podCount(claim string) int { return len(c.store.PodsOf(claim)) }
+
+// nominationsShown splits the nodes (by claim) into those whose pods' nominations the informer
+// cache shows, and the pods of the others whose nominations it does not show yet.
+func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*corev1.Node) (map[string]*corev1.Node, []types.UID) {
+	shown := map[string]*corev1.Node{}
+	var unseen []types.UID
+	for claim, node := range nodes {
+		var missing []types.UID
+		for _, uid := range c.store.PodsOf(claim) {
+			if !c.nominationSeen(ctx, uid) {
+				missing = append(missing, uid)
+			}
+		}
+		if len(missing) == 0 {
+			shown[claim] = node
+		}
+		unseen = append(unseen, missing...)
+	}
+	return shown, unseen
+}
+
+// releasedTogether reports whether the batch's nodes must be released together: a pod planned onto
+// one of them counts pods on other nodes (topology spread, pod affinity or anti-affinity), so a node
+// released alone would let the first of them bind where the rest of the plan cannot follow (a spread
+// of one zone, say, then skewed).
+func (c *Controller) releasedTogether(ctx context.Context, claims []v1.NodeClaim) (bool, error) {
+	for i := range claims {
+		for _, uid := range c.store.PodsOf(claims[i].Name) {
+			pod, err := c.podByUID(ctx, uid)
+			if err != nil {
+				return false, err
+			}
+			if pod != nil && countsOtherNodes(pod) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// countsOtherNodes reports whether where the pod may go depends on the pods of other nodes.
+func countsOtherNodes(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	return len(pod.Spec.TopologySpreadConstraints) > 0 || (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil))
 }
 
 // batchClaims returns the live claims the request releases.
@@ -265,20 +361,6 @@ func (c *Controller) writeNomination(ctx context.Context, uid types.UID, node, r
 	return pod.ResourceVersion, nil
 }
 
-// unseenNominations returns the still-pending pods planned for the nodes whose nomination the
-// informer cache does not show yet (our write is newer than its copy).
-func (c *Controller) unseenNominations(ctx context.Context, nodes map[string]*corev1.Node) []types.UID {
-	var out []types.UID
-	for claim := range nodes {
-		for _, uid := range c.store.PodsOf(claim) {
-			if !c.nominationSeen(ctx, uid) {
-				out = append(out, uid)
-			}
-		}
-	}
-	return out
-}
-
 // nominationSeen reports whether the cache's copy of the pod is at least as new as our nomination
 // write (or the pod is bound or gone).
 func (c *Controller) nominationSeen(ctx context.Context, uid types.UID) bool {
@@ -337,10 +419,64 @@ type seenWait struct {
 	since   map[string]time.Time
 	waiting map[types.UID]string
 	left    map[string]int
+	// nominated holds, per key, the claims whose nominations this wait has written.
+	nominated map[string]map[string]bool
 }
 
 func newSeenWait() *seenWait {
-	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}}
+	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}, nominated: map[string]map[string]bool{}}
+}
+
+// toNominate returns the nodes (by claim) whose nominations the key's wait is to write now, and
+// records them as written: nodes not written yet in this wait, in name order, until about budget
+// pods (pods counts a node's) — at least one node. A node's nominations are written once before its
+// release, not again on every pass while the scheduler, still trying the pods, clears some of them.
+func (s *seenWait) toNominate(key string, nodes map[string]*corev1.Node, pods func(claim string) int, budget int) map[string]*corev1.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	done := s.nominated[key]
+	if done == nil {
+		done = map[string]bool{}
+		s.nominated[key] = done
+	}
+	out := map[string]*corev1.Node{}
+	n := 0
+	for _, claim := range slices.Sorted(maps.Keys(nodes)) {
+		if done[claim] {
+			continue
+		}
+		if len(out) > 0 && n >= budget {
+			break
+		}
+		done[claim] = true
+		out[claim] = nodes[claim]
+		n += pods(claim)
+	}
+	return out
+}
+
+// nominatedOf returns the nodes (by claim) whose nominations the key's wait has written.
+func (s *seenWait) nominatedOf(key string, nodes map[string]*corev1.Node) map[string]*corev1.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]*corev1.Node{}
+	for claim, node := range nodes {
+		if s.nominated[key][claim] {
+			out[claim] = node
+		}
+	}
+	return out
+}
+
+// released records that the nodes left the key's wait at now: the wait's deadline counts anew for
+// the nodes still in it.
+func (s *seenWait) released(key string, nodes map[string]*corev1.Node, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for claim := range nodes {
+		delete(s.nominated[key], claim)
+	}
+	s.since[key] = now
 }
 
 // sinceStart returns how long the key has been waiting, starting the wait at now if it was not.
@@ -398,6 +534,7 @@ func (s *seenWait) done(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.since, key)
+	delete(s.nominated, key)
 	if s.left[key] == 0 {
 		return
 	}

@@ -3,6 +3,7 @@ package nomination
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -39,5 +40,34 @@ func TestSeenWaitDoneForgetsTheKeysPods(t *testing.T) {
 	s.done("batch/1")
 	if _, last := s.resolve("a"); last {
 		t.Error("a pod of a finished release still requeues it")
+	}
+}
+
+// A node's nominations are written once per release wait, in rounds of about the budget's pods (at
+// least one node): a later pass of the same wait writes only nodes not written yet, rather than
+// chasing the scheduler's attempts until its last one; a new wait writes them all again.
+func TestSeenWaitNominatesEachNodeOncePerWait(t *testing.T) {
+	s := newSeenWait()
+	pods := func(string) int { return 100 }
+	a, b, c := &corev1.Node{}, &corev1.Node{}, &corev1.Node{}
+	nodes := map[string]*corev1.Node{"a": a, "b": b, "c": c}
+	if got := s.toNominate("batch/1", nodes, pods, 150); len(got) != 2 || got["a"] != a || got["b"] != b {
+		t.Fatalf("first round nominates %v, want nodes a and b (150 pods' budget, 100 pods each, at least the budget)", got)
+	}
+	if got := s.toNominate("batch/1", nodes, pods, 150); len(got) != 1 || got["c"] != c {
+		t.Fatalf("second round of the same wait nominates %v, want only node c (a and b were written already)", got)
+	}
+	if got := s.toNominate("batch/1", nodes, pods, 150); len(got) != 0 {
+		t.Fatalf("third round nominates %v again", got)
+	}
+	if got := s.nominatedOf("batch/1", map[string]*corev1.Node{"a": a, "x": c}); len(got) != 1 || got["a"] != a {
+		t.Errorf("nominatedOf = %v, want node a only", got)
+	}
+	if got := s.toNominate("batch/2", nodes, pods, 1000); len(got) != 3 {
+		t.Errorf("another key shares the first key's record: %v", got)
+	}
+	s.done("batch/1")
+	if got := s.toNominate("batch/1", nodes, pods, 1000); len(got) != 3 {
+		t.Errorf("after the wait ended, a new one nominates %v, want all three nodes", got)
 	}
 }

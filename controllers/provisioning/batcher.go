@@ -21,7 +21,8 @@ type workload struct {
 // bound it), no pod has arrived for the settle window, and every workload whose pods are in the
 // batch has created all the pods it wants: arrivals have stopped and the scheduler has found no room
 // for any of them, so there is nothing to wait for. A pod the scheduler has not tried yet holds the
-// batch (it may yet fit on an existing node) up to the idle window after the last arrival. A batch
+// batch (it may yet fit on an existing node) up to the idle window after the last arrival; past it
+// the batch still waits for its workloads to be complete. A batch
 // holding pods of no known workload (bare pods, custom controllers) also waits out the idle window.
 // The max window since the first arrival bounds every batch: Karpenter's idle and max durations
 // stay the upper bounds. Only pods not seen before count as arrivals, so the scheduler's status
@@ -175,11 +176,13 @@ func (b *batcher) check() (closedBy string, wait time.Duration) {
 	if settleLeft := b.last.Add(b.settle).Sub(now); settleLeft > 0 {
 		return "", min(settleLeft, maxLeft)
 	}
-	if len(b.untried) > 0 {
-		if idleLeft <= 0 {
-			return b.closeLocked("idle"), 0 // the scheduler is slow to try them: idle bounds the wait
-		}
-		return "", min(idleLeft, maxLeft) // a pod tried kicks Wait sooner
+	// A pod the scheduler has not tried yet holds the batch up to the idle window (a pod tried kicks
+	// Wait sooner); past it, a scheduler slow to try them holds it no longer, but a workload still
+	// creating pods does: closing then split a burst the loaded scheduler lagged behind into
+	// batches that each bought their own nodes.
+	untried := len(b.untried) > 0
+	if untried && idleLeft > 0 {
+		return "", min(idleLeft, maxLeft)
 	}
 	workloads := make([]workload, 0, len(b.workloads))
 	for _, w := range b.workloads {
@@ -195,6 +198,8 @@ func (b *batcher) check() (closedBy string, wait time.Duration) {
 		return "", min(b.settle, maxLeft) // a pod arrived while we looked
 	case !complete:
 		return "", min(completePoll, maxLeft) // pods are on their way: hold until they are here
+	case !b.unowned && untried:
+		return b.closeLocked("idle, workloads complete"), 0
 	case !b.unowned:
 		return b.closeLocked("scheduler tried all, workloads complete"), 0
 	case idleLeft <= 0:

@@ -179,7 +179,7 @@ func TestBatcherClosesWhenTheSchedulerHasTriedEveryPod(t *testing.T) {
 		wantBy  string
 	}{
 		{"closes when the last pod is tried", 6, 300 * time.Millisecond, "scheduler tried all, workloads complete"},
-		{"idle bounds the wait for the scheduler", 0, time.Second, "idle"},
+		{"idle bounds the wait for the scheduler", 0, time.Second, "idle, workloads complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
@@ -234,4 +234,28 @@ func letWaitLook(b *batcher) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(20 * time.Millisecond)
+}
+
+// TestBatcherIdleDoesNotCloseABatchWhoseWorkloadsCreatePods: the scheduler lagging behind (pods not
+// tried yet) and the idle window passing do not close a batch while its workloads are still
+// creating pods (a loaded controller-manager pausing over a second): the burst stays one batch.
+func TestBatcherIdleDoesNotCloseABatchWhoseWorkloadsCreatePods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	b := newBatcher(clk, time.Second, 10*time.Second)
+	complete := false
+	b.closeWhenComplete(100*time.Millisecond, func([]workload) bool { return complete })
+	b.Arrive("a", rs, false)
+	n := 0
+	took := stepUntilClosed(t, clk, waitAsync(b), 100*time.Millisecond, func() {
+		if n++; n == 25 { // 2.4s: the ReplicaSet's last pod, still untried
+			b.Arrive("b", rs, false)
+			complete = true
+		}
+	})
+	if took < 3400*time.Millisecond || took > 3500*time.Millisecond {
+		t.Errorf("batch closed after %s, want it held until the idle window after the last pod at 2.4s", took)
+	}
+	if _, by := b.LastBatch(); by != "idle, workloads complete" {
+		t.Errorf("closed by %q, want idle, workloads complete", by)
+	}
 }

@@ -28,7 +28,7 @@ type Nominations struct {
 	written map[types.UID]int64
 	// rejected holds when the scheduler first turned a pod away from its released claim.
 	rejected map[types.UID]time.Time
-	// lastBind is when a nominated pod last bound to a node.
+	// lastBind is when a nominated pod last bound to a node, or a node was last released.
 	lastBind time.Time
 	// renominated holds the pods whose nomination was written again after a rejection.
 	renominated map[types.UID]bool
@@ -109,11 +109,17 @@ func (n *Nominations) forgetClaimLocked(claim string) {
 }
 
 // MarkReleased records that the claim's node was released to the kube-scheduler with its pods
-// nominated to it. From then on a pod of the claim still pending can be rejected or stalled.
+// nominated to it. From then on a pod of the claim still pending can be rejected or stalled. A
+// release also counts as a bind for the rejection grace: nodes are released one round at a time,
+// and after each the scheduler has the new node's pods to work through before it comes back to
+// pods of nodes released earlier.
 func (n *Nominations) MarkReleased(claim string, now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.released[claim] = now
+	if now.After(n.lastBind) {
+		n.lastBind = now
+	}
 }
 
 // IsReleased reports whether MarkReleased was recorded for the claim.

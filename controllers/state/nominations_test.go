@@ -233,3 +233,20 @@ func TestQueriesDoNotMutate(t *testing.T) {
 		t.Fatal("an expired nomination must be remembered as turned away")
 	}
 }
+
+// A node released later holds off the stall and rejection of pods of a node released earlier, as a
+// bind does: the kube-scheduler has the new node's pods to work through first.
+func TestRejectionGraceCountsFromTheLastRelease(t *testing.T) {
+	n := NewNominations()
+	t0 := time.Unix(1000, 0)
+	n.Nominate("a", "p")
+	n.MarkReleased("a", t0)
+	n.Nominate("b", "q")
+	n.MarkReleased("b", t0.Add(1500*time.Millisecond))
+	if stalled(n, "p", t0.Add(2500*time.Millisecond), 2*time.Second) {
+		t.Error("p stalled 1s after node b's release; the grace counts from the last release")
+	}
+	if !stalled(n, "p", t0.Add(3600*time.Millisecond), 2*time.Second) {
+		t.Error("p not stalled 2.1s after the last release")
+	}
+}
