@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -33,15 +32,7 @@ func destinationsFixture(t *testing.T) (client.Client, types.UID) {
 	e := env.New(t, env.Options{})
 	ctx := context.Background()
 	kube := e.Client
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
-		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{resimType}},
-				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
-			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}},
-		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-			ConsolidateAfter: v1.MustParseNillableDuration("0s"), Budgets: []v1.Budget{{Nodes: "1"}}},
-	}}
+	np := resimPool("0s", "1")
 	create(t, kube, np)
 	const rs = types.UID("22222222-2222-3333-4444-555555555555")
 	for _, n := range []string{"node-b", "node-c", "node-d"} {

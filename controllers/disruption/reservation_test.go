@@ -50,15 +50,7 @@ func TestEvictedPodLandsWhereThePlanPutIt(t *testing.T) {
 	e := env.New(t, env.Options{})
 	ctx := context.Background()
 	kube := e.Client
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
-		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{resimType}},
-				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
-			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}},
-		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-			ConsolidateAfter: v1.MustParseNillableDuration("0s"), Budgets: []v1.Budget{{Nodes: "100%"}}},
-	}}
+	np := resimPool("0s", "100%")
 	create(t, kube, np)
 	np.SetCondition(v1.ConditionTypeReady, metav1.ConditionTrue, "Test", "")
 	if err := kube.Status().Update(ctx, np); err != nil {

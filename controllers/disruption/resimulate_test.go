@@ -48,6 +48,20 @@ func (s listSnapshot) ClusterSnapshot(ctx context.Context) (solver.Input, error)
 
 const resimType = "c-4x-amd64-linux"
 
+// resimPool is the pool "general" of resimType on-demand nodes the re-simulation tests share, with
+// the consolidateAfter and node budget each test needs.
+func resimPool(consolidateAfter, budget string) *v1.NodePool {
+	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
+		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{resimType}},
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
+			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}},
+		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+			ConsolidateAfter: v1.MustParseNillableDuration(consolidateAfter), Budgets: []v1.Budget{{Nodes: budget}}},
+	}}
+}
+
 func resimNode(t *testing.T, kube client.Client, np *v1.NodePool, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -100,15 +114,7 @@ func TestCommandReSimulatedBeforeDelete(t *testing.T) {
 	e := env.New(t, env.Options{})
 	ctx := context.Background()
 	kube := e.Client
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
-		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{resimType}},
-				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
-			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}},
-		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-			ConsolidateAfter: v1.MustParseNillableDuration("0s"), Budgets: []v1.Budget{{Nodes: "100%"}}},
-	}}
+	np := resimPool("0s", "100%")
 	create(t, kube, np)
 	for _, n := range []string{"node-a", "node-b"} {
 		resimNode(t, kube, np, n)
