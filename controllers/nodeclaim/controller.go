@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,12 +49,16 @@ type Controller struct {
 	recorder    events.EventRecorder
 	clock       clock.PassiveClock
 	opts        Options
+	// launched remembers each claim's launch result for launchMemory, by UID: a reconcile that reads
+	// the claim from a cache that has not yet seen its Launched status must not call the cloud again.
+	launched *cache.Expiring
 }
 
 // New returns the lifecycle controller. unavailable is the cache the provider reads offerings'
 // availability from; the launch path marks the offerings of an InsufficientCapacityError in it.
 func New(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts}
+	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts,
+		launched: cache.NewExpiring()}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;update;patch;delete

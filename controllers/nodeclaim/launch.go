@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	if l := nc.GetCondition(v1.ConditionTypeLaunched); l != nil && (l.Status == metav1.ConditionTrue || l.Reason == reasonCannotLaunch) {
 		return reconcile.Result{}, nil
 	}
-	launched, err := c.cloud.Create(ctx, nc)
+	launched, err := c.create(ctx, nc)
 	if err != nil {
 		var ice *cloudprovider.InsufficientCapacityError
 		if errors.As(err, &ice) {
@@ -71,6 +72,26 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Launched", "Launch", "Launched %s (%s, %s, %s)",
 		nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
 	return reconcile.Result{}, nil
+}
+
+// launchMemory is how long a launch result is remembered: long enough for the cache to show the
+// Launched status the same reconcile wrote (Karpenter's launch cache keeps a minute too).
+const launchMemory = time.Minute
+
+// create launches nc's instance, or returns the instance an earlier reconcile of the same claim
+// launched. Create adopting an instance already launched for the claim covers a restart, but not a
+// second reconcile reading a stale claim right after the first: the provider may not see its own
+// launch yet (EC2's eventual consistency) and call CreateFleet again.
+func (c *Controller) create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	if prev, ok := c.launched.Get(nc.UID); ok {
+		return prev.(*v1.NodeClaim).DeepCopy(), nil
+	}
+	launched, err := c.cloud.Create(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	c.launched.Set(nc.UID, launched.DeepCopy(), launchMemory)
+	return launched, nil
 }
 
 // reasonCannotLaunch marks a claim whose launch failed with a terminal error: it is not retried.

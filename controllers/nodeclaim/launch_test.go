@@ -64,3 +64,49 @@ func TestTerminalLaunchErrorIsNotRetriedAndTheClaimTimesOut(t *testing.T) {
 		t.Errorf("event %q, want LaunchFailed naming the permission", e)
 	}
 }
+
+// countingCloud launches every claim as the same instance and counts the calls.
+type countingCloud struct {
+	cloudprovider.CloudProvider
+	creates *int
+}
+
+func (c countingCloud) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	*c.creates++
+	out := nc.DeepCopy()
+	out.Status.ProviderID = "aws:///us-west-2a/i-0123"
+	return out, nil
+}
+
+// staleStatus drops status writes, as a cache that has not caught up with them reads.
+type staleStatus struct{ client.Client }
+
+func (s staleStatus) Status() client.SubResourceWriter { return droppedStatus{s.Client.Status()} }
+
+type droppedStatus struct{ client.SubResourceWriter }
+
+func (droppedStatus) Patch(context.Context, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+	return nil
+}
+
+// A second reconcile that reads the claim before its Launched status (the first reconcile's
+// metadata patch wakes it while the cache lags) returns the instance already launched instead of
+// calling the cloud again: the AWS stack saw two CreateFleet calls for one claim.
+func TestSecondReconcileOfAStaleClaimDoesNotLaunchAgain(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "app", UID: "uid-app", Finalizers: []string{v1.TerminationFinalizer},
+		Labels: map[string]string{v1.NodePoolLabelKey: "default"}, CreationTimestamp: metav1.NewTime(now)}}
+	kube := staleStatus{newClient(nc)}
+	creates := 0
+	c := nodeclaim.New(kube, countingCloud{creates: &creates}, nil, events.NewFakeRecorder(10), clocktesting.NewFakeClock(now), nodeclaim.DefaultOptions())
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}
+	for range 2 {
+		if _, err := c.Reconcile(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if creates != 1 {
+		t.Errorf("Create called %d times for one claim, want 1", creates)
+	}
+}
