@@ -148,20 +148,27 @@ func (cl *cluster) disrupting(nc *v1.NodeClaim) bool {
 // forgetGone drops the per-claim memory (pod sets, last Blocked event) of claims no longer in the
 // cluster, so it does not grow with every node ever disrupted.
 func (c *Controller) forgetGone(cl *cluster) {
-	live := make(map[string]bool, len(cl.claims))
-	for _, nc := range cl.claims {
-		live[nc.Name] = true
-	}
+	live := cl.claimNames()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name := range c.podSets {
-		if !live[name] {
-			delete(c.podSets, name)
-		}
+	keepOnly(c.podSets, live)
+	keepOnly(c.blocked, live)
+}
+
+// claimNames is the set of the claims this pass read.
+func (cl *cluster) claimNames() map[string]bool {
+	names := make(map[string]bool, len(cl.claims))
+	for _, nc := range cl.claims {
+		names[nc.Name] = true
 	}
-	for name := range c.blocked {
+	return names
+}
+
+// keepOnly deletes from m the entries of claims not in live.
+func keepOnly[V any](m map[string]V, live map[string]bool) {
+	for name := range m {
 		if !live[name] {
-			delete(c.blocked, name)
+			delete(m, name)
 		}
 	}
 }

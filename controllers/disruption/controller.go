@@ -215,17 +215,10 @@ func (c *Controller) nextPass() time.Duration {
 // trackDeletions remembers the claims the commands deleted, and when, while they exist (cl is this
 // pass's read).
 func (c *Controller) trackDeletions(cl *cluster, executed []string) {
-	exists := map[string]bool{}
-	for _, nc := range cl.claims {
-		exists[nc.Name] = true
-	}
+	exists := cl.claimNames()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for claim := range c.deleting {
-		if !exists[claim] {
-			delete(c.deleting, claim)
-		}
-	}
+	keepOnly(c.deleting, exists)
 	for _, claim := range executed {
 		c.deleting[claim] = c.clock.Now()
 	}
