@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -67,19 +68,14 @@ func TestTrimmedNodeKeepsItsFieldsThroughATaintLift(t *testing.T) {
 	must(t, direct.Status().Update(ctx, nc))
 
 	// Wait until the cache has the node, trimmed.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		cached := &corev1.Node{}
-		if err := kube.Get(ctx, client.ObjectKey{Name: "node-a"}, cached); err == nil && len(cached.Spec.Taints) > 0 {
-			if len(cached.Status.Images) != 0 {
-				t.Fatalf("the cache holds the node's images %v: the transform is not applied", cached.Status.Images)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cache never showed node-a")
-		}
-		time.Sleep(50 * time.Millisecond)
+	cached := &corev1.Node{}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return kube.Get(ctx, client.ObjectKey{Name: "node-a"}, cached) == nil && len(cached.Spec.Taints) > 0, nil
+	}); err != nil {
+		t.Fatal("the cache never showed node-a")
+	}
+	if len(cached.Status.Images) != 0 {
+		t.Fatalf("the cache holds the node's images %v: the transform is not applied", cached.Status.Images)
 	}
 	c := disruption.New(kube, direct, undrifted{}, noPlan{}, nil, events.NewFakeRecorder(100), clock.RealClock{}, disruption.DefaultOptions())
 	if err := c.Reconcile(ctx); err != nil {
