@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,7 +66,7 @@ func (r result) row() string {
 	}
 	var verbs []string
 	requests := byVerb(r.requests)
-	for _, v := range sortedKeys(requests) {
+	for _, v := range slices.Sorted(maps.Keys(requests)) {
 		if requests[v] >= 1 {
 			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, requests[v]))
 		}
@@ -84,7 +87,7 @@ func (r result) timelineRow() string {
 // passRow is the disruption loop's cost at this size once the cluster settled.
 func (r result) passRow() string {
 	var verbs []string
-	for _, v := range sortedKeys(r.settled) {
+	for _, v := range slices.Sorted(maps.Keys(r.settled)) {
 		if r.settled[v] >= 1 {
 			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, r.settled[v]))
 		}
@@ -325,24 +328,7 @@ func parallel(n int, f func(int) error) error {
 }
 
 func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) { return cond() })
 }
 
 // apiserverRequests reads apiserver_request_total summed by "VERB resource[/subresource]".
@@ -385,15 +371,6 @@ func byVerb(m map[string]float64) map[string]float64 {
 		verb, _, _ := strings.Cut(k, " ")
 		out[verb] += n
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 

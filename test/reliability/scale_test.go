@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,29 +79,20 @@ func TestScale(t *testing.T) {
 		fmt.Sprintf("| all Running after | %s |", took.Round(100*time.Millisecond)),
 		fmt.Sprintf("| manager peak RSS | %.0f MiB |", rss),
 	}
-	for _, c := range sortedKeys(p99) {
+	for _, c := range slices.Sorted(maps.Keys(p99)) {
 		rows = append(rows, fmt.Sprintf("| reconcile p99, %s | %s |", c, p99[c]))
 	}
 	byVerb := map[string]float64{}
 	for k, n := range after {
 		byVerb[strings.Fields(k)[0]] += n - before[k]
 	}
-	for _, verb := range sortedKeys(byVerb) {
+	for _, verb := range slices.Sorted(maps.Keys(byVerb)) {
 		rows = append(rows, fmt.Sprintf("| apiserver %s/s (all clients) | %.1f |", verb, byVerb[verb]/elapsed.Seconds()))
 	}
 	report(t, fmt.Sprintf("scale (%d pods)", pods), "| figure | value |\n|---|---|", rows)
 	if inv.instances < pods/6 {
 		t.Errorf("%d nodes for %d pods of 350m on 2-cpu types, want about %d", inv.instances, pods, pods/5)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // apiserverRequests reads apiserver_request_total by "verb resource".
