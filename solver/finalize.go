@@ -51,7 +51,7 @@ func (s *solver) result() Result {
 		}
 		return a.Name < b.Name
 	})
-	r.LowerBoundPerHour = s.lowerBound()
+	r.LowerBoundPerHour = s.bound()
 	return r
 }
 

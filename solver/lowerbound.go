@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"maps"
 	"math"
 
 	"gonum.org/v1/gonum/mat"
@@ -29,6 +30,50 @@ func (s *solver) lowerBound() float64 {
 	}
 	return math.Max(cheap, s.assignmentBound(w))
 }
+
+// bound is lowerBound, computed once per demand. The passes after placement move pods only
+// between planned nodes of a pool (zone-locked pods within their zone), so the demand the bound
+// covers does not change: the bound computed before the pattern LP, to decide whether that LP can
+// still gain enough to run (patternWorthIt), is the one the result reports.
+func (s *solver) bound() float64 {
+	sig := s.demandSig()
+	if s.lb.sig == nil || !maps.Equal(sig, s.lb.sig) {
+		s.lb = boundMemo{sig: sig, v: s.lowerBound()}
+	}
+	return s.lb.v
+}
+
+type boundMemo struct {
+	sig map[demandKey]int
+	v   float64
+}
+
+// demandKey is what the bound sees of a pod on a new node: its class and, when it is
+// zone-constrained, the node's zone.
+type demandKey struct {
+	c    *class
+	zone int
+}
+
+// demandSig counts the pods on new nodes by demandKey.
+func (s *solver) demandSig() map[demandKey]int {
+	sig := map[demandKey]int{}
+	for _, n := range s.open {
+		for _, c := range n.cls {
+			k := demandKey{c, -1}
+			if len(c.volZones) > 0 || s.effAt(c, len(c.steps)).zoneCons {
+				k.zone = n.zone
+			}
+			sig[k]++
+		}
+	}
+	return sig
+}
+
+// patternWorthIt: the pattern LP (the costliest pass) runs only when the plan before it costs more
+// than this multiple of the lower bound, since that gap is the most it can gain; the same margin
+// below which the assignment LP is not worth solving (lpWorthIt).
+const patternWorthIt = lpWorthIt
 
 // lpWorthIt: the assignment LP (for the bound and for lpPack) is only solved when the plan costs
 // more than this multiple of the resource-by-resource bound; below it there is little to gain

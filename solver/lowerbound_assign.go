@@ -1,7 +1,9 @@
 package solver
 
 import (
+	"maps"
 	"math"
+	"slices"
 )
 
 // The assignment bound is the LP relaxation in which whole pods, not loose resources, are
@@ -85,7 +87,6 @@ func (s *solver) assignmentBound(w []float64) float64 {
 // asgGroups collects the demand placed on new nodes by (usable offerings, request).
 func (s *solver) asgGroups() []*asgGroup {
 	idx := map[string]*asgGroup{}
-	var out []*asgGroup
 	for _, n := range s.open {
 		for _, c := range n.cls {
 			e := s.effAt(c, len(c.steps))
@@ -104,10 +105,15 @@ func (s *solver) asgGroups() []*asgGroup {
 			if !ok {
 				g = &asgGroup{d: c.req, c: c, alts: e.alts, zone: zone}
 				idx[key] = g
-				out = append(out, g)
 			}
 			g.n++
 		}
+	}
+	// In key order, so that the LP (and the duals the bound reads) do not depend on the order of
+	// the plan's nodes: the bound is the same whichever pass computes it.
+	out := make([]*asgGroup, 0, len(idx))
+	for _, k := range slices.Sorted(maps.Keys(idx)) {
+		out = append(out, idx[k])
 	}
 	return out
 }
@@ -280,7 +286,7 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 // evalAssignment is Σ_g n_g · min over every offering g may use of d_g·v, with each offering's
 // prices scaled into feasibility (alloc·v ≤ price). Offerings without LP prices of their own use
 // those of their type's kept column, or else w scaled to the offering.
-func (s *solver) evalAssignment(groups []*asgGroup, cols []*asgCol, colIdx map[[3]int]int, w []float64) float64 {
+func (s *solver) evalAssignment(groups []*asgGroup, cols []*asgCol, colIdx colIndex, w []float64) float64 {
 	dot := func(a resVec, v []float64) float64 {
 		x := 0.0
 		for r, q := range a {
@@ -288,35 +294,57 @@ func (s *solver) evalAssignment(groups []*asgGroup, cols []*asgCol, colIdx map[[
 		}
 		return x
 	}
-	typeV := map[[2]int][]float64{}
+	// Each offering's prices (its column's, else its type's first column's, else w) and the
+	// value of its capacity at them, once: every group reads them.
+	type offerV struct {
+		v   []float64
+		cap float64
+	}
+	offV := make([][][]offerV, len(s.pools))
+	firstV := make([][][]float64, len(s.pools)) // a type's first column's prices, in column order
+	for _, p := range s.pools {
+		offV[p.idx] = make([][]offerV, len(p.types))
+		firstV[p.idx] = make([][]float64, len(p.types))
+	}
 	for _, c := range cols {
-		k := [2]int{c.p.idx, c.t.idx}
-		if cur, ok := typeV[k]; !ok || cur == nil {
-			typeV[k] = c.v
+		if firstV[c.p.idx][c.t.idx] == nil {
+			firstV[c.p.idx][c.t.idx] = c.v
 		}
+	}
+	typeV := func(p *pool, t *itype) []offerV {
+		if ov := offV[p.idx][t.idx]; ov != nil {
+			return ov
+		}
+		tv := firstV[p.idx][t.idx]
+		ov := make([]offerV, len(t.offers))
+		for oi := range t.offers {
+			v := tv
+			if ci, ok := colIdx.get(p, t, oi); ok {
+				v = cols[ci].v
+			}
+			if v == nil {
+				v = w
+			}
+			ov[oi] = offerV{v: v}
+			for r, q := range t.alloc {
+				ov[oi].cap += float64(max(q, 0)) * v[r]
+			}
+		}
+		offV[p.idx][t.idx] = ov
+		return ov
 	}
 	total := 0.0
 	for _, g := range groups {
 		best := math.Inf(1)
 		s.eachUsable(g, nil, func(p *pool, t *itype, zm, cm uint64) {
+			ov := typeV(p, t)
 			for oi, o := range t.offers {
 				if zm&(1<<uint(o.zone)) == 0 || cm&(1<<uint(o.ct)) == 0 {
 					continue
 				}
-				v := typeV[[2]int{p.idx, t.idx}]
-				if ci, ok := colIdx[[3]int{p.idx, t.idx, oi}]; ok {
-					v = cols[ci].v
-				}
-				if v == nil {
-					v = w
-				}
-				cap := 0.0
-				for r, q := range t.alloc {
-					cap += float64(max(q, 0)) * v[r]
-				}
-				val := dot(g.d, v)
-				if cap > o.price {
-					val *= o.price / cap
+				val := dot(g.d, ov[oi].v)
+				if ov[oi].cap > o.price {
+					val *= o.price / ov[oi].cap
 				}
 				best = math.Min(best, val)
 			}

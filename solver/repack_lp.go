@@ -160,17 +160,16 @@ func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
 // assignmentColumns are the assignment LP's columns: one per (pool, instance type, cheapest offering)
 // some group may use, within pool only (nil: every pool), each marked with the groups that may use it;
 // colIdx finds a column by that key.
-func (s *solver) assignmentColumns(groups []*asgGroup, only *pool) (cols []*asgCol, colIdx map[[3]int]int) {
-	colIdx = map[[3]int]int{}
+func (s *solver) assignmentColumns(groups []*asgGroup, only *pool) (cols []*asgCol, colIdx colIndex) {
+	colIdx = newColIndex(s.pools)
 	for _, g := range groups {
 		s.eachUsable(g, only, func(p *pool, t *itype, zm, cm uint64) {
 			pr, oi := t.price(zm, cm)
 			if oi < 0 {
 				return
 			}
-			key := [3]int{p.idx, t.idx, oi}
-			if _, ok := colIdx[key]; !ok {
-				colIdx[key] = len(cols)
+			if _, ok := colIdx.get(p, t, oi); !ok {
+				colIdx.set(p, t, oi, len(cols))
 				cols = append(cols, &asgCol{p: p, t: t, offer: oi, price: pr, usable: newBitset(len(groups)), dom: -1})
 			}
 		})
@@ -207,17 +206,45 @@ func demandRows(groups []*asgGroup, n int) []int {
 
 // markUsable records, for every column, which groups may use it (not only the groups it is the
 // cheapest offering of its type for), within pool only unless nil.
-func markUsable(s *solver, groups []*asgGroup, cols []*asgCol, colIdx map[[3]int]int, only *pool) {
+func markUsable(s *solver, groups []*asgGroup, cols []*asgCol, colIdx colIndex, only *pool) {
 	for gi, g := range groups {
 		s.eachUsable(g, only, func(p *pool, t *itype, zm, cm uint64) {
 			for oi, o := range t.offers {
 				if zm&(1<<uint(o.zone)) == 0 || cm&(1<<uint(o.ct)) == 0 {
 					continue
 				}
-				if ci, ok := colIdx[[3]int{p.idx, t.idx, oi}]; ok {
+				if ci, ok := colIdx.get(p, t, oi); ok {
 					cols[ci].usable.set(gi)
 				}
 			}
 		})
 	}
+}
+
+// colIndex finds an assignment-LP column by (pool, instance type, offering); dense, since the
+// bound and the LP-started repack look a column up for every group, usable type and offering.
+type colIndex [][][]int32 // [pool][type][offering]: column index + 1, 0 for none
+
+func newColIndex(pools []*pool) colIndex {
+	x := make(colIndex, len(pools))
+	for _, p := range pools {
+		x[p.idx] = make([][]int32, len(p.types))
+	}
+	return x
+}
+
+func (x colIndex) get(p *pool, t *itype, oi int) (int, bool) {
+	if o := x[p.idx][t.idx]; oi < len(o) && o[oi] > 0 {
+		return int(o[oi] - 1), true
+	}
+	return 0, false
+}
+
+func (x colIndex) set(p *pool, t *itype, oi, ci int) {
+	o := x[p.idx][t.idx]
+	if o == nil {
+		o = make([]int32, len(t.offers))
+		x[p.idx][t.idx] = o
+	}
+	o[oi] = int32(ci + 1)
 }

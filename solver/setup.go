@@ -40,6 +40,7 @@ type solver struct {
 	// priorityFirst places higher-priority classes first (see Solve).
 	priorityFirst bool
 	tally         workTally // the budgeted LPs' work, for Result.Passes
+	lb            boundMemo // the lower bound and the demand it covers (bound)
 	// droppedZones and droppedCTs are the zones and capacity types beyond the 64 of each that the
 	// solver's bitmasks hold: offerings there are not used, and Result.Passes says so.
 	droppedZones, droppedCTs []string

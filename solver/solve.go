@@ -60,15 +60,22 @@ func SolveWith(in Input, opts Options) Result {
 		ps.run("repack-topup", 0, func() { s.repack(true, false, memo) })
 		ps.run("drain", 0, func() { s.drain() })
 	}
-	// The pattern LP's rounding, kept only if it makes the plan cheaper, then the local moves.
-	ps.run("pattern-repack", patternBudget, func() {
-		memo.patterns, memo.lpFull = true, lpFullTopUp
-		s.repack(false, true, memo)
-		memo.patterns = false
-	})
+	// The lower bound (the passes left do not change the demand it covers), then the pattern LP's
+	// rounding when the plan is far enough above it for the pattern LP to pay, kept only if it
+	// makes the plan cheaper, then the local moves.
+	var bound float64
+	ps.run("lower-bound", asgBudget, func() { bound = s.bound() })
+	if cost := s.planCost(); cost > patternWorthIt*bound {
+		ps.run("pattern-repack", patternBudget, func() {
+			memo.patterns, memo.lpFull = true, lpFullTopUp
+			s.repack(false, true, memo)
+			memo.patterns = false
+		})
+	} else {
+		ps.skip("pattern-repack", fmt.Sprintf("plan within %.2f× the lower bound ($%.4f/h ÷ $%.4f/h): too little for the pattern LP to gain", patternWorthIt, cost, bound))
+	}
 	ps.runNoted("rebalance+drain", func() string { return s.tail(memo) })
-	var r Result
-	ps.run("lower-bound", asgBudget, func() { r = s.result() })
+	r := s.result()
 	r.Passes = ps.list
 	return r
 }
