@@ -62,7 +62,12 @@ type patKind struct {
 type pattern struct {
 	kind   int
 	counts map[int]int
+	keys   []int // counts' items, sorted
 	price  float64
+}
+
+func newPattern(kind int, counts map[int]int, price float64) pattern {
+	return pattern{kind: kind, counts: counts, keys: sortedKeys(counts), price: price}
 }
 
 type patternLP struct {
@@ -90,6 +95,8 @@ type patternLP struct {
 	// for the same need (only columns added) starts from it.
 	basis     []int
 	basisNeed []int
+	// scratch: the pricing fill under way
+	scratch fillCounts
 }
 
 // warmStart returns B⁻¹ and B⁻¹b for the last solve's basis when the need is unchanged (so its
@@ -179,7 +186,7 @@ func (s *solver) patternPack(p *pool, order []*item, memo *passMemo) {
 		var real []*item
 		var subCompat []bitset
 		zone := k.zone
-		for _, g := range sortedKeys(pt.counts) {
+		for _, g := range pt.keys {
 			want := pt.counts[g]
 			for _, ii := range members[g] {
 				it := items[ii]
@@ -321,9 +328,10 @@ func (lp *patternLP) add(kind int, counts map[int]int) bool {
 	if len(counts) == 0 {
 		return false
 	}
+	pt := newPattern(kind, counts, lp.kinds[kind].price)
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(kind))
-	for _, g := range sortedKeys(counts) {
+	for _, g := range pt.keys {
 		b.WriteByte(';')
 		b.WriteString(strconv.Itoa(g))
 		b.WriteByte('x')
@@ -334,7 +342,7 @@ func (lp *patternLP) add(kind int, counts map[int]int) bool {
 		return false
 	}
 	lp.seen[key] = true
-	lp.pats = append(lp.pats, pattern{kind: kind, counts: counts, price: lp.kinds[kind].price})
+	lp.pats = append(lp.pats, pt)
 	return true
 }
 
@@ -471,7 +479,7 @@ func (lp *patternLP) solve() (pi, x []float64) {
 	var colPat []int
 	for j, pt := range lp.pats {
 		c := sparseCol{cost: pt.price}
-		for _, gi := range sortedKeys(pt.counts) {
+		for _, gi := range pt.keys {
 			if v := min(pt.counts[gi], lp.need[gi]); v > 0 {
 				c.rows = append(c.rows, rowOf[gi])
 				c.vals = append(c.vals, float64(v))
@@ -526,7 +534,7 @@ func (lp *patternLP) price(pi []float64) bool {
 
 // knapsack fills one node of kind k with the items of most dual worth: greedy fills in several
 // orders (by worth per share of the node on the sum of resources, on the largest, on each
-// resource alone), the best kept.
+// resource alone), and returns the fills worth more than the node's price (those that price out).
 func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, worths []float64) {
 	t := lp.p.types[k.t]
 	var cands []int
@@ -545,13 +553,20 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 		return float64(lp.items[gi].c.req[r]) / float64(t.alloc[r])
 	}
 	nOrders := 2 + len(lp.rows)
+	pricesOut := func(worth float64) bool { return worth > k.price*(1+1e-6) }
+	lp.scratch.reset(len(lp.items))
+	keep := func(worth float64) { // the scratch fill, when it prices out
+		if pricesOut(worth) {
+			fills, worths = append(fills, lp.scratch.counts()), append(worths, worth)
+		}
+	}
 	key := make([]float64, len(lp.items))
 	ord := make([]int, len(cands))
 	used := lp.s.d.zero()
 	for o := 0; o < nOrders; o++ {
 		if o >= 2 {
 			ord = lp.kindOrder(ord[:0], o-2, k)
-			lp.fillOrder(t, ord, used, pi, &fills, &worths)
+			keep(lp.fillOrder(t, ord, used, pi))
 			continue
 		}
 		ord = ord[:len(cands)]
@@ -572,15 +587,11 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 		}
 		copy(ord, cands)
 		sort.SliceStable(ord, func(a, b int) bool { return key[ord[a]] > key[ord[b]] })
-		lp.fillOrder(t, ord, used, pi, &fills, &worths)
+		keep(lp.fillOrder(t, ord, used, pi))
 	}
 	// The pair fills cost more; they run when no greedy fill prices out.
-	priced := false
-	for _, w := range worths {
-		priced = priced || w > k.price*(1+1e-6)
-	}
-	if !priced {
-		if best, worth := lp.pairFills(k, pi, cands); best != nil {
+	if len(fills) == 0 {
+		if best, worth := lp.pairFills(k, pi, cands); best != nil && pricesOut(worth) {
 			fills, worths = append(fills, best), append(worths, worth)
 		}
 	}
@@ -591,12 +602,12 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 		for r := range used {
 			used[r] = 0
 		}
-		counts := map[int]int{}
+		lp.scratch.clear()
 		worth := 0.0
 		for {
 			bi, bk := -1, 0.0
 			for _, gi := range cands {
-				if counts[gi] >= lp.need[gi] || !fitsIn(used, lp.items[gi].c.req, t.alloc) {
+				if lp.scratch.n[gi] >= lp.need[gi] || !fitsIn(used, lp.items[gi].c.req, t.alloc) {
 					continue
 				}
 				size := 0.0
@@ -617,13 +628,13 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 			if bi < 0 {
 				break
 			}
-			n := fitCount(used, lp.items[bi].c.req, t.alloc, lp.need[bi]-counts[bi])
+			n := fitCount(used, lp.items[bi].c.req, t.alloc, lp.need[bi]-lp.scratch.n[bi])
 			n = max(1, n/4)
 			addTimes(used, lp.items[bi].c.req, n)
-			counts[bi] += n
+			lp.scratch.put(bi, n)
 			worth += float64(n) * pi[bi]
 		}
-		fills, worths = append(fills, counts), append(worths, worth)
+		keep(worth)
 	}
 	return fills, worths
 }
@@ -668,7 +679,7 @@ func (lp *patternLP) dive() []pattern {
 			}
 		}
 		if len(c) > 0 {
-			out = append(out, pattern{kind: pt.kind, counts: c, price: pt.price})
+			out = append(out, newPattern(pt.kind, c, pt.price))
 		}
 	}
 	left := func() int {
@@ -717,12 +728,12 @@ func (lp *patternLP) dive() []pattern {
 }
 
 // fillOrder fills one node of type t with the items of ord in that order, each as many times as
-// fits, and appends the fill and its worth at duals pi.
-func (lp *patternLP) fillOrder(t *itype, ord []int, used resVec, pi []float64, fills *[]map[int]int, worths *[]float64) {
+// fits, into lp.scratch, and returns the fill's worth at duals pi.
+func (lp *patternLP) fillOrder(t *itype, ord []int, used resVec, pi []float64) float64 {
 	for r := range used {
 		used[r] = 0
 	}
-	counts := map[int]int{}
+	lp.scratch.clear()
 	worth := 0.0
 	for _, gi := range ord {
 		n := fitCount(used, lp.items[gi].c.req, t.alloc, lp.need[gi])
@@ -730,11 +741,47 @@ func (lp *patternLP) fillOrder(t *itype, ord []int, used resVec, pi []float64, f
 			continue
 		}
 		addTimes(used, lp.items[gi].c.req, n)
-		counts[gi] = n
+		lp.scratch.put(gi, n)
 		worth += float64(n) * pi[gi]
 	}
 	lp.work += float64(len(ord) * 100) // sort, fill and the pattern map: ~100 steps per candidate
-	*fills, *worths = append(*fills, counts), append(*worths, worth)
+	return worth
+}
+
+// fillCounts is a pricing fill's pods per item, dense so that the many fills that do not price
+// out allocate nothing; counts copies out one that does.
+type fillCounts struct {
+	n       []int
+	touched []int
+}
+
+func (f *fillCounts) reset(items int) {
+	if len(f.n) != items {
+		f.n, f.touched = make([]int, items), f.touched[:0]
+	}
+	f.clear()
+}
+
+func (f *fillCounts) clear() {
+	for _, g := range f.touched {
+		f.n[g] = 0
+	}
+	f.touched = f.touched[:0]
+}
+
+func (f *fillCounts) put(g, n int) {
+	if f.n[g] == 0 {
+		f.touched = append(f.touched, g)
+	}
+	f.n[g] += n
+}
+
+func (f *fillCounts) counts() map[int]int {
+	m := make(map[int]int, len(f.touched))
+	for _, g := range f.touched {
+		m[g] = f.n[g]
+	}
+	return m
 }
 
 // orderByResource sorts, for a pricing round at duals pi, the items with pods left and positive
