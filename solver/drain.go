@@ -59,13 +59,14 @@ func (s *solver) drainPool(p *pool, grow bool) {
 		}
 	}
 	sort.SliceStable(nodes, func(a, b int) bool { return price(nodes[a]) < price(nodes[b]) })
+	var targets []*node // reused: drainPlan keeps no reference
 	for _, n := range nodes {
 		if len(n.pods) == 0 || len(n.pods) > drainMaxPods || n.cheap < 0 || !s.allMovable(n, kind) {
 			continue
 		}
 		// Targets: other nodes of the pool with room for the smallest pod; the fullest first so
 		// the room that is left stays in few nodes.
-		var targets []*node
+		targets = targets[:0]
 		for _, m := range nodes {
 			if m != n && len(m.pods) > 0 && m.cheap >= 0 && fitsIn(m.used, s.minReq, p.types[m.cheap].alloc) {
 				targets = append(targets, m)

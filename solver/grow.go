@@ -128,7 +128,7 @@ func (s *solver) prepareNew(c *class, e *eff, a *alt, n *node, maxK int, strict 
 		return nil, attempt{perm: true, stage: stageReqs}
 	}
 	if len(a.reqs) > 0 {
-		newReqs = n.reqs.And(a.reqs)
+		newReqs = s.and(n.reqs, a)
 		if newReqs.Conflict() != "" {
 			return nil, attempt{perm: true, stage: stageReqs}
 		}

@@ -304,14 +304,27 @@ type nodeSnap struct {
 }
 
 func (s *solver) snapshot() nodeSnap {
-	sn := nodeSnap{open: len(s.open), nodes: len(s.nodes), firstLive: s.firstLive}
+	sn := nodeSnap{open: len(s.open), nodes: len(s.nodes), firstLive: s.firstLive, saved: make([]node, len(s.open))}
+	// One backing array each for the nodes' pods, classes and used vectors (each node's part
+	// capped, so an append to it copies): a snapshot is taken per pass and pool.
+	pods, used := 0, 0
 	for _, n := range s.open {
+		pods += len(n.pods)
+		used += len(n.used)
+	}
+	podBuf, clsBuf, usedBuf := make([]*corev1.Pod, 0, pods), make([]*class, 0, pods), make(resVec, 0, used)
+	for i, n := range s.open {
 		c := *n
-		c.pods = append([]*corev1.Pod(nil), n.pods...)
-		c.cls = append([]*class(nil), n.cls...)
+		podBuf = append(podBuf, n.pods...)
+		c.pods = podBuf[len(podBuf)-len(n.pods) : len(podBuf) : len(podBuf)]
+		clsBuf = append(clsBuf, n.cls...)
+		c.cls = clsBuf[len(clsBuf)-len(n.cls) : len(clsBuf) : len(clsBuf)]
+		if n.used != nil {
+			usedBuf = append(usedBuf, n.used...)
+			c.used = usedBuf[len(usedBuf)-len(n.used) : len(usedBuf) : len(usedBuf)]
+		}
 		c.ports = append([]hostPort(nil), n.ports...)
-		c.used = n.used.clone()
-		sn.saved = append(sn.saved, c)
+		sn.saved[i] = c
 	}
 	return sn
 }
