@@ -94,8 +94,8 @@ func (s *solver) value(t *itype) float64 {
 // prepareNew checks a placement of up to maxK pods of c on planned node n without changing state.
 func (s *solver) prepareNew(c *class, e *eff, a *alt, n *node, maxK int, strict bool) (*move, attempt) {
 	p := n.pool
-	if t, bad := untolerated(c.tols, p.taints); bad {
-		return nil, attempt{perm: true, stage: stageTaint, msg: "taint " + t.ToString()}
+	if i := untoleratedAt(c.tols, p.taints); i >= 0 {
+		return nil, untoleratedAttempt(&p.taints[i])
 	}
 	if e.avoidPrefer {
 		if _, bad := untolerated(c.tols, p.preferTaints); bad {

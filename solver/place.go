@@ -3,6 +3,8 @@ package solver
 import (
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/joist-dev/joist/requirements"
 )
 
@@ -36,10 +38,19 @@ type attempt struct {
 	perm  bool
 	stage int
 	msg   string
+	taint *corev1.Taint // an untolerated taint; its text is built only when read (msg)
 	te    topoErr
 }
 
+// untoleratedAttempt is the attempt that failed on taint t.
+func untoleratedAttempt(t *corev1.Taint) attempt {
+	return attempt{perm: true, stage: stageTaint, taint: t}
+}
+
 func (a attempt) text() string {
+	if a.taint != nil {
+		return "taint " + a.taint.ToString()
+	}
 	if a.msg != "" {
 		return a.msg
 	}
@@ -192,8 +203,8 @@ func existingMsg(at attempt) string {
 	switch {
 	case at.stage == stageTopology:
 		return at.text()
-	case at.stage == stageTaint && at.msg != "":
-		return "no NodePool, and the existing nodes have untolerated " + at.msg
+	case at.stage == stageTaint && (at.taint != nil || at.msg != ""):
+		return "no NodePool, and the existing nodes have untolerated " + at.text()
 	case at.stage == stageReqs:
 		return "no NodePool, and no existing node matches the pod's node selection"
 	}
@@ -223,8 +234,8 @@ func fitCount(used, req, alloc resVec, maxK int) int {
 }
 
 func (s *solver) tryExisting(c *class, e *eff, a *alt, n *node, maxK int) attempt {
-	if t, bad := untolerated(c.tols, n.taints); bad {
-		return attempt{perm: true, stage: stageTaint, msg: "taint " + t.ToString()}
+	if i := untoleratedAt(c.tols, n.taints); i >= 0 {
+		return untoleratedAttempt(&n.taints[i])
 	}
 	if e.avoidPrefer {
 		if _, bad := untolerated(c.tols, n.preferTaints); bad {

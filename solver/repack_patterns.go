@@ -3,6 +3,7 @@ package solver
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,8 +96,13 @@ type patternLP struct {
 	// for the same need (only columns added) starts from it.
 	basis     []int
 	basisNeed []int
-	// scratch: the pricing fill under way
+	// scratch: the pricing fill under way; kbuf: the pricing's buffers, reused across kinds
 	scratch fillCounts
+	kbuf    struct {
+		cands, ord []int
+		key        []float64
+		used       resVec
+	}
 }
 
 // warmStart returns B⁻¹ and B⁻¹b for the last solve's basis when the need is unchanged (so its
@@ -476,16 +482,25 @@ func (lp *patternLP) solve() (pi, x []float64) {
 		cols = append(cols, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(r)}, vals: []float64{1}})
 		cols = append(cols, sparseCol{rows: []int32{int32(r)}, vals: []float64{-1}})
 	}
-	var colPat []int
+	colPat := make([]int, 0, len(lp.pats))
+	// The columns' entries in two shared arrays (a column's part capped): one allocation each,
+	// not two per pattern and solve.
+	nnz := 0
+	for _, pt := range lp.pats {
+		nnz += len(pt.keys)
+	}
+	rowBuf, valBuf := make([]int32, 0, nnz), make([]float64, 0, nnz)
 	for j, pt := range lp.pats {
 		c := sparseCol{cost: pt.price}
+		start := len(rowBuf)
 		for _, gi := range pt.keys {
 			if v := min(pt.counts[gi], lp.need[gi]); v > 0 {
-				c.rows = append(c.rows, rowOf[gi])
-				c.vals = append(c.vals, float64(v))
+				rowBuf = append(rowBuf, rowOf[gi])
+				valBuf = append(valBuf, float64(v))
 			}
 		}
-		if len(c.rows) > 0 {
+		if end := len(rowBuf); end > start {
+			c.rows, c.vals = rowBuf[start:end:end], valBuf[start:end:end]
 			cols = append(cols, c)
 			colPat = append(colPat, j)
 		}
@@ -537,12 +552,14 @@ func (lp *patternLP) price(pi []float64) bool {
 // resource alone), and returns the fills worth more than the node's price (those that price out).
 func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, worths []float64) {
 	t := lp.p.types[k.t]
-	var cands []int
+	kb := &lp.kbuf
+	cands := kb.cands[:0]
 	for _, gi := range k.ok {
 		if lp.need[gi] > 0 && pi[gi] > 1e-12 {
 			cands = append(cands, gi)
 		}
 	}
+	kb.cands = cands
 	if len(cands) == 0 || lp.worthBound(k, pi, cands) <= k.price*(1+1e-6) {
 		return nil, nil
 	}
@@ -560,9 +577,12 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 			fills, worths = append(fills, lp.scratch.counts()), append(worths, worth)
 		}
 	}
-	key := make([]float64, len(lp.items))
-	ord := make([]int, len(cands))
-	used := lp.s.d.zero()
+	if len(kb.key) != len(lp.items) {
+		kb.key, kb.used = make([]float64, len(lp.items)), lp.s.d.zero()
+	}
+	key, used := kb.key, kb.used
+	ord := slices.Grow(kb.ord[:0], len(cands))[:len(cands)]
+	defer func() { kb.ord = ord }()
 	for o := 0; o < nOrders; o++ {
 		if o >= 2 {
 			ord = lp.kindOrder(ord[:0], o-2, k)

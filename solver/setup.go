@@ -339,6 +339,14 @@ func typeAdmits(p *pool, t *itype, rs requirements.Set, zones, cts []string) boo
 
 // untolerated returns the first NoSchedule/NoExecute (or given) taint not tolerated.
 func untolerated(tols []corev1.Toleration, taints []corev1.Taint) (corev1.Taint, bool) {
+	if i := untoleratedAt(tols, taints); i >= 0 {
+		return taints[i], true
+	}
+	return corev1.Taint{}, false
+}
+
+// untoleratedAt is the index of the first of taints that tols do not tolerate, or -1.
+func untoleratedAt(tols []corev1.Toleration, taints []corev1.Taint) int {
 	for i := range taints {
 		ok := false
 		for j := range tols {
@@ -348,10 +356,10 @@ func untolerated(tols []corev1.Toleration, taints []corev1.Taint) (corev1.Taint,
 			}
 		}
 		if !ok {
-			return taints[i], true
+			return i
 		}
 	}
-	return corev1.Taint{}, false
+	return -1
 }
 
 func tolerates(t *corev1.Toleration, taint *corev1.Taint) bool {
