@@ -3,6 +3,9 @@ package solver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -112,6 +115,22 @@ type classKey struct {
 	Priority    int32 `json:",omitempty"`
 }
 
+// prevKey is the last class key encoded and the fields it encodes.
+type prevKey struct {
+	k   classKey
+	key string
+	ok  bool
+}
+
+// same reports whether k's fields equal those p.key encodes, so that k encodes to p.key.
+func (p *prevKey) same(k *classKey) bool {
+	return p.ok && p.k.NS == k.NS && p.k.Priority == k.Priority && slices.Equal(p.k.Req, k.Req) &&
+		(p.k.Labels == nil) == (k.Labels == nil) && maps.Equal(p.k.Labels, k.Labels) && maps.Equal(p.k.NodeSel, k.NodeSel) &&
+		slices.Equal(p.k.Ports, k.Ports) && slices.Equal(p.k.Claims, k.Claims) &&
+		reflect.DeepEqual(p.k.Affinity, k.Affinity) && reflect.DeepEqual(p.k.Tolerations, k.Tolerations) &&
+		reflect.DeepEqual(p.k.Spread, k.Spread)
+}
+
 // claimNames are the keys of p's attachable volumes (PodVolumes).
 func (s *solver) claimNames(p *corev1.Pod) []string {
 	var out []string
@@ -141,6 +160,7 @@ func (s *solver) buildClasses() {
 	})
 	byKey := map[string]*class{}
 	var buf strings.Builder
+	var prev prevKey
 	for _, p := range pods {
 		req := s.d.podRequests(&p.Spec)
 		ports := podHostPorts(&p.Spec)
@@ -151,13 +171,18 @@ func (s *solver) buildClasses() {
 		}
 		k := classKey{NS: p.Namespace, Labels: p.Labels, NodeSel: p.Spec.NodeSelector, Affinity: p.Spec.Affinity,
 			Tolerations: p.Spec.Tolerations, Spread: p.Spec.TopologySpreadConstraints, Ports: portKeys, Claims: claims, Req: req, Priority: podPriority(p)}
-		raw, err := json.Marshal(k)
-		if err != nil {
-			raw = []byte(fmt.Sprintf("%p", p))
+		// Pods in name order come a workload at a time: a pod whose key fields equal the previous
+		// pod's has its key (encoding the key is most of the grouping's time).
+		if !prev.same(&k) {
+			raw, err := json.Marshal(k)
+			if err != nil {
+				raw = []byte(fmt.Sprintf("%p", p))
+			}
+			buf.Reset()
+			buf.Write(raw)
+			prev = prevKey{k: k, key: buf.String(), ok: true}
 		}
-		buf.Reset()
-		buf.Write(raw)
-		key := buf.String()
+		key := prev.key
 		c, ok := byKey[key]
 		if !ok {
 			c = &class{key: key, priority: podPriority(p), ns: p.Namespace, labels: labels.Set(p.Labels), spec: &p.Spec, req: req, ports: ports, effs: map[int]*eff{}, curTag: -1}
