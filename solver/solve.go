@@ -37,8 +37,10 @@ func SolveWith(in Input, opts Options) Result {
 	memo := newPassMemo(s.classes)
 	ps.run("split", 0, func() { s.improve(memo) })
 	// A plan still far above the cheap bound after the greedy placement (lpFarOff) goes straight
-	// to the LP-started repacks and the local moves; there the greedy repacks never gained
-	// after them. One close to it gets the greedy repacks (plain, then topped-up) and drain.
+	// to the LP-started repacks; there the greedy repacks never gained after them. The local
+	// moves (rebalance, drain) run once, after the pattern LP: before it as well they cost a
+	// fifth of the solve for what the pattern LP then mostly redoes. One close to the bound gets
+	// the greedy repacks (plain, then topped-up) and drain.
 	if cheap, _ := s.resourceBound(); s.planCost() > lpFarOff*cheap {
 		far := fmt.Sprintf("plan above %.2f× the resource bound after placement: LP-started repacks instead", lpFarOff)
 		ps.skip("repack", far)
@@ -51,7 +53,6 @@ func SolveWith(in Input, opts Options) Result {
 			memo.lpFull = lpFullTopUp
 			s.repack(true, true, memo)
 		})
-		ps.runNoted("rebalance+drain", func() string { return s.tail(memo) })
 	} else {
 		near := fmt.Sprintf("plan within %.2f× the resource bound after placement: greedy repacks instead", lpFarOff)
 		ps.skip("lp-repack", near)
