@@ -36,16 +36,28 @@ func (s *solver) lowerBound() float64 {
 // covers does not change: the bound computed before the pattern LP, to decide whether that LP can
 // still gain enough to run (patternWorthIt), is the one the result reports.
 func (s *solver) bound() float64 {
-	sig := s.demandSig()
-	if s.lb.sig == nil || !maps.Equal(sig, s.lb.sig) {
-		s.lb = boundMemo{sig: sig, v: s.lowerBound()}
+	s.lb.current(s.demandSig())
+	if !s.lb.haveV {
+		s.lb.v, s.lb.haveV = s.lowerBound(), true
 	}
 	return s.lb.v
 }
 
+// boundMemo holds the bounds computed for the demand sig: the lower bound (v) and the
+// resource-by-resource bound with its prices (cheap, w), which the choice of path after placement
+// and the lower bound both read.
 type boundMemo struct {
-	sig map[demandKey]int
-	v   float64
+	sig          map[demandKey]int
+	v, cheap     float64
+	w            []float64
+	haveV, haveR bool
+}
+
+// current empties the memo unless it is for sig.
+func (m *boundMemo) current(sig map[demandKey]int) {
+	if m.sig == nil || !maps.Equal(sig, m.sig) {
+		*m = boundMemo{sig: sig}
+	}
 }
 
 // demandKey is what the bound sees of a pod on a new node: its class and, when it is
@@ -84,6 +96,15 @@ const lpWorthIt = 1.04
 // resourceBound is the larger of the resource-by-resource LP bound and its per-class
 // refinement, with the LP's resource prices (nil without demand).
 func (s *solver) resourceBound() (float64, []float64) {
+	s.lb.current(s.demandSig())
+	if !s.lb.haveR {
+		s.lb.cheap, s.lb.w = s.computeResourceBound()
+		s.lb.haveR = true
+	}
+	return s.lb.cheap, s.lb.w
+}
+
+func (s *solver) computeResourceBound() (float64, []float64) {
 	demand := s.d.zero()
 	for _, n := range s.open {
 		if len(n.pods) > 0 {
