@@ -66,8 +66,8 @@ test: k8s-assets verify vet ## Run all tests against a real control plane (after
 	$(MAKE) test-upstream-hash
 
 .PHONY: test-unit
-test-unit: ## Fast developer tier: every package whose tests need no control plane (hack/testtiers/unit-packages.sh); no k8s-assets, no generated-file check.
-	$(GO) test $$(hack/testtiers/unit-packages.sh) -timeout 10m $(TESTFLAGS)
+test-unit: ## Fast developer tier: every package whose tests need no control plane (hack/testtiers/unit-packages.sh), with -short (plan-quality and exhaustive tests at size skip; make test runs them); no k8s-assets, no generated-file check.
+	$(GO) test -short $$(hack/testtiers/unit-packages.sh) -timeout 10m $(TESTFLAGS)
 
 .PHONY: test-upstream-hash
 test-upstream-hash: ## Joist's NodePool and EC2NodeClass hashes equal Karpenter's own (v1.15) on 10,000 random objects each; Karpenter's metric list (controllers/metrics/testdata) and adoption fixture (test/e2e/testdata) are current (module bench/upstream, Go 1.27).

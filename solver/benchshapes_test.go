@@ -13,6 +13,9 @@ import (
 // TestBenchmarkShapes runs the verifier on the benchmark shapes' plans (the improvement passes
 // move thousands of pods there) and checks the mixed shape's cost against its lower bound.
 func TestBenchmarkShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plan quality at size: make test runs it, make test-unit (-short) does not")
+	}
 	cases := []struct {
 		shape    benchdata.Shape
 		n        int
@@ -43,6 +46,9 @@ func TestBenchmarkShapes(t *testing.T) {
 // TestBenchmarkShapeShuffled: the repack pass moves most pods of the mixed shape; its plan must
 // not depend on input order.
 func TestBenchmarkShapeShuffled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plan quality at size: make test runs it, make test-unit (-short) does not")
+	}
 	in := benchdata.MustInput(benchdata.Mixed, 1000)
 	want := solver.Solve(in)
 	rng := rand.New(rand.NewSource(7))

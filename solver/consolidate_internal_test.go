@@ -17,6 +17,9 @@ import (
 // TestConsolidationBoundIsALowerBound: the bound that lets the planner skip a Solve never exceeds
 // what Solve actually pays for new nodes, or the planner would skip sets that save money.
 func TestConsolidationBoundIsALowerBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exhaustive cross-check at size: make test runs it, make test-unit (-short) does not")
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	in := randomSmallNodes(rng, 60)
 	p := newPlanner(in)
@@ -92,6 +95,9 @@ func randomSmallNodes(rng *rand.Rand, nodes int) ConsolidationInput {
 // TestBestFirstSearchMatchesSolvingEverySet: skipping the sets the bound proves hopeless gives the
 // same best set as solving every set the search considers.
 func TestBestFirstSearchMatchesSolvingEverySet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("exhaustive cross-check at size: make test runs it, make test-unit (-short) does not")
+	}
 	skipped := 0
 	for seed := range 12 {
 		rng := rand.New(rand.NewPCG(uint64(seed), 21))

@@ -32,6 +32,9 @@ func loadFamilyP(tb testing.TB, name string) (solver.Input, solver.Result) {
 // TestFamilyP: every family-p plan is valid, places every pod and costs at most familyPCeiling
 // × its LP bound.
 func TestFamilyP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plan quality at size: make test runs it, make test-unit (-short) does not")
+	}
 	sum := 0.0
 	defer func() {
 		if mean := sum / float64(len(familyP)); mean > familyPMeanCeiling {

@@ -116,6 +116,9 @@ const (
 // TestFamilyPVariants: every variant's plan is valid, places every pod and stays within the
 // ceilings.
 func TestFamilyPVariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plan quality at size: make test runs it, make test-unit (-short) does not")
+	}
 	sum := 0.0
 	for seed := 1; seed <= variantCount; seed++ {
 		name, in := familyPVariant(t, seed)

@@ -24,6 +24,9 @@ var realisticCeilings = map[string]float64{
 // TestRealisticShapes runs the verifier on every realistic shape's plan at 100 and 1,000 pods,
 // requires every pod placed, and holds cost ÷ lower bound to its recorded ceiling.
 func TestRealisticShapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plan quality at size: make test runs it, make test-unit (-short) does not")
+	}
 	for _, shape := range benchdata.RealisticShapes {
 		for _, n := range []int{100, 1000} {
 			name := fmt.Sprintf("%s/%d", shape, n)
@@ -51,6 +54,9 @@ func TestRealisticShapes(t *testing.T) {
 // TestRealisticShapeShuffled: the cluster shape exercises every pass (three NodePools, the LP
 // rounding, drain); its plan must not depend on the order of pods, pools or instance types.
 func TestRealisticShapeShuffled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plan quality at size: make test runs it, make test-unit (-short) does not")
+	}
 	in := benchdata.MustInput(benchdata.EC2Cluster, 1000)
 	want := solver.Solve(in)
 	rng := rand.New(rand.NewSource(11))

@@ -18,6 +18,9 @@ import (
 // at 20 per second, shared by the account): the provider reads the cluster's instances with one
 // paginated DescribeInstances per cache interval, never one per node.
 func TestDescribeCallsStayWithinTheAccountBudgetAt500Nodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("500 nodes through the fake EC2: make test runs it, make test-unit (-short) does not")
+	}
 	const nodes = 500
 	w := newWorld(t)
 	w.aws.SetClock(w.clock.Now)

@@ -68,12 +68,12 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 
 // NodeForClaim returns the Node registered with the claim's provider ID (through the NodeProviderID
 // index), or nil when it has none yet.
-func NodeForClaim(ctx context.Context, reader client.Reader, nc *v1.NodeClaim) (*corev1.Node, error) {
+func NodeForClaim(ctx context.Context, reader client.Reader, nc *v1.NodeClaim, opts ...client.ListOption) (*corev1.Node, error) {
 	if nc.Status.ProviderID == "" {
 		return nil, nil
 	}
 	nodes := &corev1.NodeList{}
-	if err := reader.List(ctx, nodes, client.MatchingFields{NodeProviderID: nc.Status.ProviderID}); err != nil {
+	if err := reader.List(ctx, nodes, append([]client.ListOption{client.MatchingFields{NodeProviderID: nc.Status.ProviderID}}, opts...)...); err != nil {
 		return nil, fmt.Errorf("listing nodes with provider id %s: %w", nc.Status.ProviderID, err)
 	}
 	if len(nodes.Items) == 0 {

@@ -65,6 +65,8 @@ type Controller struct {
 	seen *seenWait
 	// released maps the released claims to their nodes, to tell an off-plan binding.
 	released *releasedNodes
+	// spread holds the planned pods whose placement counts other nodes' pods.
+	spread *spreadPods
 }
 
 // New returns the controller. replan starts a provisioning batch; it is called when a rejected
@@ -74,15 +76,21 @@ func New(kube client.Client, c ctrlcache.Cache, store *state.Nominations, replan
 		kube: kube, cache: c, store: store, clock: clk, opts: opts, replan: replan,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "nomination.pods", Clock: clk}),
-		seen: newSeenWait(), released: newReleasedNodes(),
+		seen: newSeenWait(), released: newReleasedNodes(), spread: newSpreadPods(),
 	}
 }
 
 // Plan records that the solver placed pods on claim (an in-flight or existing NodeClaim).
 func (c *Controller) Plan(claim string, pods []*corev1.Pod) {
 	for _, pod := range pods {
-		c.store.Nominate(claim, pod.UID)
+		c.planPod(claim, pod)
 	}
+}
+
+// planPod records that pod should land on claim.
+func (c *Controller) planPod(claim string, pod *corev1.Pod) {
+	c.spread.note(pod)
+	c.store.Nominate(claim, pod.UID)
 }
 
 // Launched records the pods of a NodeClaim the provisioner just created. A pod of a workload whose
@@ -91,7 +99,7 @@ func (c *Controller) Plan(claim string, pods []*corev1.Pod) {
 func (c *Controller) Launched(claim string, pods []*corev1.Pod) {
 	extra := false
 	for _, pod := range pods {
-		c.store.Nominate(claim, pod.UID)
+		c.planPod(claim, pod)
 		if owner := ownerOf(pod); owner != "" && c.store.HasReservationFor(owner) {
 			extra = true
 		}
@@ -152,6 +160,7 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 		}
 	}
 	c.store.Sweep(now, c.opts.RejectionGrace, staleClaims)
+	c.spread.keepOnly(c.store.Known)
 	for _, ended := range c.store.EndReservations(now, c.opts.NominationTTL, func(claim string) bool { return byName[claim] != nil }) {
 		reservationEnded(ended)
 	}
@@ -172,7 +181,7 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 				nc = byName[name]
 			}
 			if nc != nil && nc.DeletionTimestamp.IsZero() && c.LiveClaim(nc) {
-				c.store.Nominate(nc.Name, pod.UID) // nominated before a restart: the pod remembers
+				c.planPod(nc.Name, pod) // nominated before a restart: the pod remembers
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,25 +133,23 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		c.seen.done(key)
 		return reconcile.Result{}, err
 	}
-	together, err := c.releasedTogether(ctx, claims)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
+	together := c.releasedTogether(claims)
 	if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); waiting > 0 && together && left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
 	}
-	// Nodes are nominated and released in rounds of about nominationParallelism pods: the first
-	// round's nodes go to the scheduler as soon as the cache shows their nominations, then the next
-	// round's are written — not all nodes after all nominations. A batch released together is one
-	// round.
+	// About nominationParallelism pods' nominations are kept in flight: each node goes to the
+	// scheduler as soon as the cache shows its own nominations, and its pods' share of the budget
+	// goes to the next nodes' nominations at once — not all nodes after all nominations, nor round
+	// after round. A batch released together is written whole.
 	budget := nominationParallelism
 	if together {
 		budget = math.MaxInt
 	}
 	for {
 		var written int
-		if len(c.seen.nominatedOf(key, ready)) == 0 { // the next round once the last one is out
-			if written, err = c.nominate(ctx, c.seen.toNominate(key, ready, c.podCount, budget)); err != nil {
+		inFlight := c.seen.nominatedOf(key, ready)
+		if room := budget - c.podsOf(inFlight); room > 0 {
+			if written, err = c.nominate(ctx, c.seen.toNominate(key, ready, c.podCount, room)); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -177,6 +176,7 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 		}
 		switch {
 		case len(unseen) > 0 && c.seen.await(key, unseen, func(uid types.UID) bool { return c.nominationSeen(ctx, uid) }):
+			// Each node's last nomination shown requeues the batch to release that node.
 			return reconcile.Result{RequeueAfter: nominationsSeenTimeout - waited}, nil
 		case len(ready) == 0:
 			c.seen.done(key)
@@ -217,11 +217,20 @@ func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[str
 // podCount is how many pending pods are planned for the claim.
 func (c *Controller) podCount(claim string) int { return len(c.store.PodsOf(claim)) }
 
+// podsOf is how many pending pods are planned for the nodes (by claim).
+func (c *Controller) podsOf(nodes map[string]*corev1.Node) int {
+	n := 0
+	for claim := range nodes {
+		n += c.podCount(claim)
+	}
+	return n
+}
+
 // nominationsShown splits the nodes (by claim) into those whose pods' nominations the informer
-// cache shows, and the pods of the others whose nominations it does not show yet.
-func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*corev1.Node) (map[string]*corev1.Node, []types.UID) {
+// cache shows, and the pods (by claim) of the others whose nominations it does not show yet.
+func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*corev1.Node) (map[string]*corev1.Node, map[string][]types.UID) {
 	shown := map[string]*corev1.Node{}
-	var unseen []types.UID
+	unseen := map[string][]types.UID{}
 	for claim, node := range nodes {
 		var missing []types.UID
 		for _, uid := range c.store.PodsOf(claim) {
@@ -231,8 +240,9 @@ func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*cor
 		}
 		if len(missing) == 0 {
 			shown[claim] = node
+		} else {
+			unseen[claim] = missing
 		}
-		unseen = append(unseen, missing...)
 	}
 	return shown, unseen
 }
@@ -241,37 +251,20 @@ func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*cor
 // one of them counts pods on other nodes (topology spread, pod affinity or anti-affinity), so a node
 // released alone would let the first of them bind where the rest of the plan cannot follow (a spread
 // of one zone, say, then skewed).
-func (c *Controller) releasedTogether(ctx context.Context, claims []v1.NodeClaim) (bool, error) {
-	for i := range claims {
-		for _, uid := range c.store.PodsOf(claims[i].Name) {
-			pod, err := c.podByUID(ctx, uid)
-			if err != nil {
-				return false, err
-			}
-			if pod != nil && countsOtherNodes(pod) {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
-// countsOtherNodes reports whether where the pod may go depends on the pods of other nodes.
-func countsOtherNodes(pod *corev1.Pod) bool {
-	a := pod.Spec.Affinity
-	return len(pod.Spec.TopologySpreadConstraints) > 0 || (a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil))
+func (c *Controller) releasedTogether(claims []v1.NodeClaim) bool {
+	return slices.ContainsFunc(claims, func(nc v1.NodeClaim) bool { return c.spread.anyOf(c.store.PodsOf(nc.Name)) })
 }
 
 // batchClaims returns the live claims the request releases.
 func (c *Controller) batchClaims(ctx context.Context, req reconcile.Request) ([]v1.NodeClaim, error) {
 	list := &v1.NodeClaimList{}
 	if req.Namespace == batchKey {
-		if err := c.kube.List(ctx, list, client.MatchingLabels{v1.ProvisioningBatchLabelKey: req.Name}); err != nil {
+		if err := c.kube.List(ctx, list, client.MatchingLabels{v1.ProvisioningBatchLabelKey: req.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing nodeclaims of batch %s: %w", req.Name, err)
 		}
 	} else {
 		nc := &v1.NodeClaim{}
-		if err := c.kube.Get(ctx, client.ObjectKey{Name: req.Name}, nc); err != nil {
+		if err := c.kube.Get(ctx, client.ObjectKey{Name: req.Name}, nc, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
 		list.Items = []v1.NodeClaim{*nc}
@@ -351,14 +344,15 @@ func (c *Controller) writeNomination(ctx context.Context, uid types.UID, node, r
 	if resourceVersion != "" {
 		body = fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"status":{"nominatedNodeName":%q}}`, resourceVersion, node)
 	}
-	if err := c.kube.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(body)), client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}} // pod is the cache's: read only
+	if err := c.kube.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(body)), client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
 		if apierrors.IsInvalid(err) {
 			return "", nil // bound since the cache's copy: the apiserver refuses a nomination then
 		}
 		return "", client.IgnoreNotFound(fmt.Errorf("nominating pod %s to node %s: %w", client.ObjectKeyFromObject(pod), node, err))
 	}
-	c.store.Written(pod.UID, pod.ResourceVersion)
-	return pod.ResourceVersion, nil
+	c.store.Written(pod.UID, target.ResourceVersion)
+	return target.ResourceVersion, nil
 }
 
 // nominationSeen reports whether the cache's copy of the pod is at least as new as our nomination
@@ -385,20 +379,23 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) 
 	if err != nil {
 		return err
 	}
-	if err := c.kube.Patch(ctx, n, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}} // n is the cache's: read only
+	if err := c.kube.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("lifting the unregistered taint from node %s: %w", n.Name, err)
 	}
 	return nil
 }
 
-// nodeFor returns the Node registered with the claim's provider ID, or nil.
+// nodeFor returns the Node registered with the claim's provider ID, or nil: the cache's copy, read
+// only (a batch's release reads all its nodes on every pass).
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	return indexes.NodeForClaim(ctx, c.kube, nc)
+	return indexes.NodeForClaim(ctx, c.kube, nc, client.UnsafeDisableDeepCopy)
 }
 
+// podByUID returns the pod with the UID, or nil: the cache's copy, read only.
 func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodUID: string(uid)}); err != nil {
+	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodUID: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("finding pod %s: %w", uid, err)
 	}
 	if len(pods.Items) == 0 {
@@ -412,20 +409,25 @@ func hasTaint(node *corev1.Node, key string) bool {
 }
 
 // seenWait remembers, per release key, since when the release has been waiting for the cache to
-// show its nominations, and which pods' nominations it waits for: the pod informer's events resolve
-// them (seenPod), and the one that resolves the last requeues the release.
+// show its nominations, and which pods' nominations it waits for, node by node: the pod informer's
+// events resolve them (releaseKeyOfPod), and the one that resolves a node's last requeues the
+// release, which releases that node.
 type seenWait struct {
 	mu      sync.Mutex
 	since   map[string]time.Time
-	waiting map[types.UID]string
-	left    map[string]int
+	waiting map[types.UID]waitSlot
+	// left counts, per key and claim, the pods whose nominations the cache does not show yet.
+	left map[string]map[string]int
 	// nominated holds, per key, the claims whose nominations this wait has written.
 	nominated map[string]map[string]bool
 }
 
 func newSeenWait() *seenWait {
-	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]string{}, left: map[string]int{}, nominated: map[string]map[string]bool{}}
+	return &seenWait{since: map[string]time.Time{}, waiting: map[types.UID]waitSlot{}, left: map[string]map[string]int{}, nominated: map[string]map[string]bool{}}
 }
+
+// waitSlot is the release key and the node (by claim) a pod's awaited nomination belongs to.
+type waitSlot struct{ key, claim string }
 
 // toNominate returns the nodes (by claim) whose nominations the key's wait is to write now, and
 // records them as written: nodes not written yet in this wait, in name order, until about budget
@@ -490,44 +492,54 @@ func (s *seenWait) sinceStart(key string, now time.Time) time.Duration {
 	return 0
 }
 
-// await makes key wait for the pods' nominations to show. It checks each pod once more after
-// registering it (an event that came between the caller's look and the registration would
+// await makes key wait for the pods' nominations (by claim) to show. It checks each pod once more
+// after registering it (an event that came between the caller's look and the registration would
 // otherwise be missed) and reports whether any is still awaited.
-func (s *seenWait) await(key string, pods []types.UID, seen func(types.UID) bool) bool {
+func (s *seenWait) await(key string, pods map[string][]types.UID, seen func(types.UID) bool) bool {
 	s.mu.Lock()
-	for _, uid := range pods {
-		if _, ok := s.waiting[uid]; !ok {
-			s.waiting[uid] = key
-			s.left[key]++
+	for claim, uids := range pods {
+		for _, uid := range uids {
+			if _, ok := s.waiting[uid]; !ok {
+				s.waiting[uid] = waitSlot{key: key, claim: claim}
+				if s.left[key] == nil {
+					s.left[key] = map[string]int{}
+				}
+				s.left[key][claim]++
+			}
 		}
 	}
 	s.mu.Unlock()
-	for _, uid := range pods {
-		if seen(uid) {
-			s.resolve(uid)
+	for _, uids := range pods {
+		for _, uid := range uids {
+			if seen(uid) {
+				s.resolve(uid)
+			}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.left[key] > 0
+	return len(s.left[key]) > 0
 }
 
 // resolve records that the pod's nomination shows; it returns the release key to requeue when the
-// pod was the last one that key waited for.
+// pod was the last one that key waited for on its node.
 func (s *seenWait) resolve(uid types.UID) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key, ok := s.waiting[uid]
+	slot, ok := s.waiting[uid]
 	if !ok {
 		return "", false
 	}
 	delete(s.waiting, uid)
-	s.left[key]--
-	if s.left[key] > 0 {
+	left := s.left[slot.key]
+	if left[slot.claim]--; left[slot.claim] > 0 {
 		return "", false
 	}
-	delete(s.left, key)
-	return key, true
+	delete(left, slot.claim)
+	if len(left) == 0 {
+		delete(s.left, slot.key)
+	}
+	return slot.key, true
 }
 
 func (s *seenWait) done(key string) {
@@ -535,11 +547,11 @@ func (s *seenWait) done(key string) {
 	defer s.mu.Unlock()
 	delete(s.since, key)
 	delete(s.nominated, key)
-	if s.left[key] == 0 {
+	if len(s.left[key]) == 0 {
 		return
 	}
-	for uid, k := range s.waiting {
-		if k == key {
+	for uid, slot := range s.waiting {
+		if slot.key == key {
 			delete(s.waiting, uid)
 		}
 	}

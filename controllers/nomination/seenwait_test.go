@@ -8,12 +8,12 @@ import (
 )
 
 // The release waits for the cache to show its nominations without polling: the pod event that shows
-// the last awaited nomination (and only that one) names the release to requeue; a nomination the
-// cache already showed when the wait began is not awaited at all.
+// the last awaited nomination of a node (and only that one) names the release to requeue; a
+// nomination the cache already showed when the wait began is not awaited at all.
 func TestSeenWaitRequeuesOnTheLastNominationShown(t *testing.T) {
 	s := newSeenWait()
 	shown := map[types.UID]bool{"c": true}
-	if !s.await("batch/1", []types.UID{"a", "b", "c"}, func(uid types.UID) bool { return shown[uid] }) {
+	if !s.await("batch/1", map[string][]types.UID{"node-a": {"a", "b", "c"}}, func(uid types.UID) bool { return shown[uid] }) {
 		t.Fatal("await reports nothing left although a and b are not shown")
 	}
 	if _, last := s.resolve("c"); last {
@@ -29,14 +29,34 @@ func TestSeenWaitRequeuesOnTheLastNominationShown(t *testing.T) {
 	if _, last := s.resolve("b"); last {
 		t.Error("a second event for b requeued again")
 	}
-	if s.await("batch/2", []types.UID{"d"}, func(types.UID) bool { return true }) {
+	if s.await("batch/2", map[string][]types.UID{"node-d": {"d"}}, func(types.UID) bool { return true }) {
 		t.Error("a nomination shown by the time it was registered is still awaited")
+	}
+}
+
+// A node whose nominations all show requeues its release at once, while another node's
+// nominations are still on their way: each node goes out as soon as its own pods are nominated,
+// not when the slowest of the nominations in flight shows.
+func TestSeenWaitRequeuesForEachNodeWhoseNominationsShow(t *testing.T) {
+	s := newSeenWait()
+	s.await("batch/1", map[string][]types.UID{"node-a": {"a1", "a2"}, "node-b": {"b1"}}, func(types.UID) bool { return false })
+	if _, last := s.resolve("a1"); last {
+		t.Error("a1 requeued the release while a2, of the same node, is not shown")
+	}
+	if key, last := s.resolve("a2"); !last || key != "batch/1" {
+		t.Errorf("a2, node-a's last, resolved (%q, %v), want (batch/1, true) although node-b's b1 is still awaited", key, last)
+	}
+	if !s.await("batch/1", map[string][]types.UID{"node-b": {"b1"}}, func(types.UID) bool { return false }) {
+		t.Error("node-b's b1 is no longer awaited")
+	}
+	if key, last := s.resolve("b1"); !last || key != "batch/1" {
+		t.Errorf("b1 resolved (%q, %v), want (batch/1, true)", key, last)
 	}
 }
 
 func TestSeenWaitDoneForgetsTheKeysPods(t *testing.T) {
 	s := newSeenWait()
-	s.await("batch/1", []types.UID{"a"}, func(types.UID) bool { return false })
+	s.await("batch/1", map[string][]types.UID{"node-a": {"a"}}, func(types.UID) bool { return false })
 	s.done("batch/1")
 	if _, last := s.resolve("a"); last {
 		t.Error("a pod of a finished release still requeues it")

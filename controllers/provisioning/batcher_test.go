@@ -3,10 +3,13 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -182,19 +185,20 @@ func TestBatcherClosesWhenTheSchedulerHasTriedEveryPod(t *testing.T) {
 		{"idle bounds the wait for the scheduler", 0, time.Second, "idle, workloads complete"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+			clk := newTimerClock()
 			b := newBatcher(clk, time.Second, 10*time.Second)
 			b.closeWhenComplete(100*time.Millisecond, func([]workload) bool { return true })
 			b.Arrive("a", rs, true)
 			b.Arrive("b", rs, false)
 			n := 0
-			took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
+			took := stepUntilClosed(t, clk.FakeClock, waitAsync(b), 50*time.Millisecond, func() {
 				n++
 				if n == tc.triedAt {
-					if b.Arrive("b", rs, true) {
-						t.Error("b's being tried counted as a new arrival")
-					}
-					letWaitLook(b)
+					clk.afterLook(t, b, func() {
+						if b.Arrive("b", rs, true) {
+							t.Error("b's being tried counted as a new arrival")
+						}
+					})
 				}
 			})
 			if took < tc.want || took > tc.want+50*time.Millisecond {
@@ -210,16 +214,15 @@ func TestBatcherClosesWhenTheSchedulerHasTriedEveryPod(t *testing.T) {
 // TestBatcherDoesNotWaitForAPodBoundMeanwhile: a pod the scheduler bound (or that was deleted)
 // before it was marked unschedulable holds no batch.
 func TestBatcherDoesNotWaitForAPodBoundMeanwhile(t *testing.T) {
-	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	clk := newTimerClock()
 	b := newBatcher(clk, time.Second, 10*time.Second)
 	b.closeWhenComplete(100*time.Millisecond, func([]workload) bool { return true })
 	b.Arrive("a", rs, true)
 	b.Arrive("b", rs, false)
 	n := 0
-	took := stepUntilClosed(t, clk, waitAsync(b), 50*time.Millisecond, func() {
+	took := stepUntilClosed(t, clk.FakeClock, waitAsync(b), 50*time.Millisecond, func() {
 		if n++; n == 4 {
-			b.Forget("b")
-			letWaitLook(b)
+			clk.afterLook(t, b, func() { b.Forget("b") })
 		}
 	})
 	if took > 250*time.Millisecond {
@@ -227,13 +230,36 @@ func TestBatcherDoesNotWaitForAPodBoundMeanwhile(t *testing.T) {
 	}
 }
 
-// letWaitLook lets the Wait goroutine take the kick and look again before the test steps the fake
-// clock on (the clock's waiters do not show that Wait has yet to react to a kick).
-func letWaitLook(b *batcher) {
-	for len(b.kick) > 0 {
-		time.Sleep(time.Millisecond)
+// timerClock is a fake clock that counts the timers asked of it. Wait answers every kick with a new
+// look, which ends in a new timer or a closed batch; the clock's waiters alone do not show whether
+// Wait has reacted to a kick yet (its old timer is still waiting).
+type timerClock struct {
+	*clocktesting.FakeClock
+	timers atomic.Int64
+}
+
+func newTimerClock() *timerClock {
+	return &timerClock{FakeClock: clocktesting.NewFakeClock(time.Unix(0, 0))}
+}
+
+func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
+	c.timers.Add(1)
+	return c.FakeClock.NewTimer(d)
+}
+
+// afterLook runs kick (which kicks Wait, blocked on its timer) and returns once Wait has looked
+// again, before the test steps the clock on.
+func (c *timerClock) afterLook(t *testing.T, b *batcher, kick func()) {
+	t.Helper()
+	before := c.timers.Load()
+	kick()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		_, closedBy := b.LastBatch()
+		return c.timers.Load() > before || closedBy != "", nil
+	})
+	if err != nil {
+		t.Fatal("Wait did not look again after the kick")
 	}
-	time.Sleep(20 * time.Millisecond)
 }
 
 // TestBatcherIdleDoesNotCloseABatchWhoseWorkloadsCreatePods: the scheduler lagging behind (pods not
