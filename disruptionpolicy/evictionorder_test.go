@@ -1,6 +1,7 @@
 package disruptionpolicy
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -46,14 +47,8 @@ func TestEvictNowLargestFirst(t *testing.T) {
 		{name: "smaller pods landing hold nothing", candidates: []*corev1.Pod{mid}, landing: []PodSize{SizeOf(small)}, want: []string{"mid"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := names(EvictNow(tc.candidates, tc.waiting, tc.landing))
-			if len(got) != len(tc.want) {
-				t.Fatalf("EvictNow = %v, want %v", got, tc.want)
-			}
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("EvictNow = %v, want %v", got, tc.want)
-				}
+			if got := names(EvictNow(tc.candidates, tc.waiting, tc.landing)); !slices.Equal(got, tc.want) {
+				t.Errorf("EvictNow = %v, want %v", got, tc.want)
 			}
 		})
 	}
