@@ -85,7 +85,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	remaining, retry, err := c.drain(ctx, node, end)
+	remaining, retry, err := c.drain(ctx, node, nc, end)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

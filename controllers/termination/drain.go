@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/podkind"
@@ -38,16 +39,15 @@ func wave(p *corev1.Pod) int {
 // the deadline is deleted whatever its wave, PodDisruptionBudget or do-not-disrupt annotation
 // (mustDelete), so it still gets that grace period. It returns how many pods still hold the node
 // and whether an eviction was refused.
-func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *time.Time) (remaining int, refused bool, err error) {
-	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: node.Name}); err != nil {
-		return 0, false, fmt.Errorf("listing pods on node %s: %w", node.Name, err)
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim, deadline *time.Time) (remaining int, refused bool, err error) {
+	pods, err := c.podsOn(ctx, node.Name)
+	if err != nil {
+		return 0, false, err
 	}
 	now := c.clock.Now()
 	forced := deadline != nil && !now.Before(*deadline)
 	var waves [4][]*corev1.Pod
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for _, pod := range pods {
 		if !disruptionpolicy.Evicted(pod) {
 			continue
 		}
@@ -63,10 +63,11 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *tim
 		}
 		waves[wave(pod)] = append(waves[wave(pod)], pod)
 	}
-	for _, group := range waves {
+	for w, group := range waves {
 		if len(group) == 0 {
 			continue
 		}
+		var fixed, moved []*corev1.Pod
 		for _, pod := range group {
 			if !pod.DeletionTimestamp.IsZero() {
 				continue
@@ -74,6 +75,18 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, deadline *tim
 			if on, _ := disruptionpolicy.DoNotDisrupt(pod, now); on {
 				continue // waits for the pod to finish, or for the deadline (terminationGracePeriod)
 			}
+			if disruptionpolicy.Movable(pod) {
+				moved = append(moved, pod)
+			} else {
+				fixed = append(fixed, pod)
+			}
+		}
+		if len(moved) > 0 {
+			if moved, err = c.largestFirst(ctx, node, nc, pods, moved, w, now); err != nil {
+				return 0, false, err
+			}
+		}
+		for _, pod := range append(fixed, moved...) {
 			r, err := c.evict(ctx, node, pod)
 			if err != nil {
 				return 0, false, err

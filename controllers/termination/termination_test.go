@@ -66,9 +66,9 @@ func mustCreate(t *testing.T, kube client.Client, obj client.Object) {
 	}
 }
 
-// deletingNode creates a Node and its NodeClaim (with tgp, nil for none) and deletes both; both
-// keep the termination finalizer.
-func deletingNode(t *testing.T, kube client.Client, name string, tgp *time.Duration) (*corev1.Node, *v1.NodeClaim) {
+// deletingNode creates a Node and its NodeClaim (with tgp, nil for none, and the disruption command
+// record when given) and deletes both; both keep the termination finalizer.
+func deletingNode(t *testing.T, kube client.Client, name string, tgp *time.Duration, record ...string) (*corev1.Node, *v1.NodeClaim) {
 	t.Helper()
 	ctx := context.Background()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1.TerminationFinalizer}},
@@ -77,6 +77,9 @@ func deletingNode(t *testing.T, kube client.Client, name string, tgp *time.Durat
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{v1.TerminationFinalizer}},
 		Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"},
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}}}}
+	for _, r := range record {
+		nc.Annotations = map[string]string{v1.DisruptionCommandAnnotationKey: r}
+	}
 	if tgp != nil {
 		nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: *tgp}
 	}
