@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // profiler saves the manager's pprof profiles into dir: CPU profiles back to back while the run
@@ -54,23 +56,16 @@ func startProfiler(ctx context.Context, addr, dir string, pid int) (*profiler, e
 // watchPeak saves the heap profile each time the resident set grew 5 % past the largest seen.
 func (p *profiler) watchPeak(ctx context.Context, pid int) {
 	var peak int64
-	t := time.NewTicker(peakEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		rss, err := residentKiB(pid)
 		if err != nil || rss < peak+peak/20 {
-			continue
+			return
 		}
 		peak = rss
 		if p.heap(ctx, "heap-peak.pb.gz") == nil {
 			_ = os.WriteFile(filepath.Join(p.dir, "heap-peak.txt"), fmt.Appendf(nil, "VmRSS %d MiB at %s\n", rss/1024, time.Now().Format(time.RFC3339)), 0o644)
 		}
-	}
+	}, peakEvery)
 }
 
 // residentKiB is a process's current resident set (VmRSS) in KiB.
