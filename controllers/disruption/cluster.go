@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
@@ -40,12 +41,15 @@ var readOnly = client.UnsafeDisableDeepCopy
 
 func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 	var (
-		pods   corev1.PodList
 		pdbs   policyv1.PodDisruptionBudgetList
 		nss    corev1.NamespaceList
 		guards policyv1alpha1.GuardrailList
 	)
-	for _, l := range []client.ObjectList{&pods, &pdbs, &nss} {
+	pods, err := c.cachedPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range []client.ObjectList{&pdbs, &nss} {
 		if err := c.kube.List(ctx, l, readOnly); err != nil {
 			return nil, fmt.Errorf("listing %T: %w", l, err)
 		}
@@ -66,8 +70,7 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 	for i := range guards.Items {
 		versions.add("guardrail", guards.Items[i].Name, guards.Items[i].ResourceVersion, false)
 	}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		versions.add("pod", string(p.UID), p.ResourceVersion, !p.DeletionTimestamp.IsZero())
 		if p.Spec.NodeName == "" {
 			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodPending {
@@ -85,6 +88,33 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 		return nil, err
 	}
 	return cl, nil
+}
+
+// cachedPods are the informer cache's pods themselves, read from its store: a List, even without
+// deep copies, copies every pod into a typed list (~1.2 KB each: 60 MB per pass at 50,000 pods).
+// Without the manager's informers (unit tests) it lists.
+func (c *Controller) cachedPods(ctx context.Context) ([]*corev1.Pod, error) {
+	if c.informers != nil {
+		inf, err := c.informers.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return nil, fmt.Errorf("getting the pod informer: %w", err)
+		}
+		if store, ok := inf.(toolscache.SharedIndexInformer); ok {
+			objs := store.GetStore().List()
+			pods := make([]*corev1.Pod, 0, len(objs))
+			for _, o := range objs {
+				if p, ok := o.(*corev1.Pod); ok {
+					pods = append(pods, p)
+				}
+			}
+			return pods, nil
+		}
+	}
+	var pods corev1.PodList
+	if err := c.kube.List(ctx, &pods, readOnly); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	return pointers(pods.Items), nil
 }
 
 // refresh re-reads what this loop's own writes change (pools, claims and nodes); pods and the rest

@@ -120,15 +120,29 @@ func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool,
 	if err != nil {
 		return false, fmt.Sprintf("NodeClass kind %s.%s is not served by this cluster: install its CRD or fix spec.template.spec.nodeClassRef", ref.Kind, ref.Group), nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, u); err != nil {
+	if err := c.kube.Get(ctx, client.ObjectKey{Name: ref.Name}, c.nodeClassObject(mapping.GroupVersionKind)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, fmt.Sprintf("%s %s not found: create it or fix spec.template.spec.nodeClassRef.name", ref.Kind, ref.Name), nil
 		}
 		return false, "", fmt.Errorf("getting %s %s: %w", ref.Kind, ref.Name, err)
 	}
 	return true, "", nil
+}
+
+// nodeClassObject is what the NodeClass is read into: its Go type when the scheme has it (the
+// providers' classes), which the manager's client serves from the informer cache the provider's
+// own controllers use; else an unstructured object, which it reads from the apiserver. Read
+// unstructured every time, the providers' classes cost one apiserver GET per reconcile, and each
+// claim event of the pool reconciles it: ~200 GETs in 30 s at 1,000 nodes in make bench-scale.
+func (c *Controller) nodeClassObject(gvk schema.GroupVersionKind) client.Object {
+	if obj, err := c.kube.Scheme().New(gvk); err == nil {
+		if o, ok := obj.(client.Object); ok {
+			return o
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // Register sets the controller up with the manager.

@@ -164,7 +164,7 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 			return res, fmt.Errorf("waiting for the NodePool to turn Ready (manager log %s): %w", mgr.LogPath(), err)
 		}
 		if pprofAddr != "" {
-			if prof, err = startProfiler(runCtx, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("%d-%d", sz.pods, sz.nodes))); err != nil {
+			if prof, err = startProfiler(runCtx, pprofAddr, filepath.Join(profileDir, fmt.Sprintf("%d-%d", sz.pods, sz.nodes)), mgr.Pid()); err != nil {
 				return res, err
 			}
 			defer prof.close()
