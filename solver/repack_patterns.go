@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -96,12 +97,33 @@ type patternLP struct {
 	// for the same need (only columns added) starts from it.
 	basis     []int
 	basisNeed []int
+	// sbuf: solve's buffers, reused across solves (nothing outside solve keeps them)
+	sbuf struct {
+		cols   []sparseCol
+		rowBuf []int32
+		valBuf []float64
+		colPat []int
+		rowOf  []int32
+		b      []float64
+		// warmStart's basis matrix, its inverse, B⁻¹ and B⁻¹b
+		basisMat, basisInv mat.Dense
+		binv, xb           []float64
+	}
 	// scratch: the pricing fill under way; kbuf: the pricing's buffers, reused across kinds
 	scratch fillCounts
 	kbuf    struct {
-		cands, ord []int
-		key        []float64
-		used       resVec
+		cands, ord, bound []int
+		key               []float64
+		used              resVec
+	}
+	// pbuf: pairFills' buffers; key, inS and counts are indexed by item (inS and counts all
+	// false and zero between calls)
+	pbuf struct {
+		order, S, top, byScore, touched []int
+		key                             []float64
+		inS                             []bool
+		counts                          []int
+		used                            resVec
 	}
 }
 
@@ -117,7 +139,10 @@ func (lp *patternLP) warmStart(b []float64, cols []sparseCol) (binv, xb []float6
 			return nil, nil
 		}
 	}
-	B := mat.NewDense(m, m, nil)
+	B, inv := &lp.sbuf.basisMat, &lp.sbuf.basisInv
+	B.Reset()
+	B.ReuseAs(m, m)
+	inv.Reset()
 	for k, j := range lp.basis {
 		if j >= len(cols) {
 			return nil, nil
@@ -126,12 +151,13 @@ func (lp *patternLP) warmStart(b []float64, cols []sparseCol) (binv, xb []float6
 			B.Set(int(r), k, cols[j].vals[t])
 		}
 	}
-	var inv mat.Dense
 	if err := inv.Inverse(B); err != nil {
 		return nil, nil
 	}
-	binv = make([]float64, m*m)
-	xb = make([]float64, m)
+	binv = slices.Grow(lp.sbuf.binv[:0], m*m)[:m*m]
+	xb = slices.Grow(lp.sbuf.xb[:0], m)[:m]
+	lp.sbuf.binv, lp.sbuf.xb = binv, xb
+	clear(xb)
 	for i := 0; i < m; i++ {
 		for r := 0; r < m; r++ {
 			v := inv.At(i, r)
@@ -457,8 +483,10 @@ func containsInt(xs []int, x int) bool {
 // with pods left; counts above the residual need clipped); it returns the duals per item and x
 // per pattern.
 func (lp *patternLP) solve() (pi, x []float64) {
-	rowOf := make([]int32, len(lp.items))
-	var b []float64
+	sb := &lp.sbuf
+	rowOf := slices.Grow(sb.rowOf[:0], len(lp.items))[:len(lp.items)]
+	b := sb.b[:0]
+	defer func() { sb.rowOf, sb.b = rowOf, b }()
 	for gi, n := range lp.need {
 		rowOf[gi] = -1
 		if n > 0 {
@@ -475,21 +503,26 @@ func (lp *patternLP) solve() (pi, x []float64) {
 	for _, k := range lp.kinds {
 		maxPrice = math.Max(maxPrice, k.price)
 	}
-	cols := make([]sparseCol, 0, 2*m+len(lp.pats))
+	// The columns and their entries live in buffers kept across solves (a column's part of the
+	// shared entry arrays capped): the dive re-solves dozens of times, and allocating them afresh
+	// each time was a third of the pattern LP's allocations.
+	cols := slices.Grow(sb.cols[:0], 2*m+len(lp.pats))
 	basis := make([]int, m)
-	for r := 0; r < m; r++ {
-		basis[r] = len(cols)
-		cols = append(cols, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(r)}, vals: []float64{1}})
-		cols = append(cols, sparseCol{rows: []int32{int32(r)}, vals: []float64{-1}})
-	}
-	colPat := make([]int, 0, len(lp.pats))
-	// The columns' entries in two shared arrays (a column's part capped): one allocation each,
-	// not two per pattern and solve.
-	nnz := 0
+	nnz := 2 * m
 	for _, pt := range lp.pats {
 		nnz += len(pt.keys)
 	}
-	rowBuf, valBuf := make([]int32, 0, nnz), make([]float64, 0, nnz)
+	rowBuf, valBuf := slices.Grow(sb.rowBuf[:0], nnz), slices.Grow(sb.valBuf[:0], nnz)
+	for r := 0; r < m; r++ {
+		basis[r] = len(cols)
+		rowBuf = append(rowBuf, int32(r), int32(r))
+		valBuf = append(valBuf, 1, -1)
+		n := len(rowBuf)
+		cols = append(cols, sparseCol{cost: 10*maxPrice + 1, rows: rowBuf[n-2 : n-1 : n-1], vals: valBuf[n-2 : n-1 : n-1]})
+		cols = append(cols, sparseCol{rows: rowBuf[n-1 : n : n], vals: valBuf[n-1 : n : n]})
+	}
+	colPat := sb.colPat[:0]
+	defer func() { sb.cols, sb.rowBuf, sb.valBuf, sb.colPat = cols, rowBuf, valBuf, colPat }()
 	for j, pt := range lp.pats {
 		c := sparseCol{cost: pt.price}
 		start := len(rowBuf)
@@ -511,7 +544,10 @@ func (lp *patternLP) solve() (pi, x []float64) {
 	if binv != nil {
 		basis = lp.basis
 	} else {
-		binv, xb = make([]float64, m*m), append([]float64(nil), b...)
+		binv = slices.Grow(lp.sbuf.binv[:0], m*m)[:m*m]
+		xb = append(lp.sbuf.xb[:0], b...)
+		lp.sbuf.binv, lp.sbuf.xb = binv, xb
+		clear(binv)
 		for i := 0; i < m; i++ {
 			binv[i*m+i] = 1
 		}
@@ -606,7 +642,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 			key[gi] = pi[gi] / math.Max(size, 1e-9)
 		}
 		copy(ord, cands)
-		sort.SliceStable(ord, func(a, b int) bool { return key[ord[a]] > key[ord[b]] })
+		slices.SortStableFunc(ord, func(a, b int) int { return cmp.Compare(key[b], key[a]) })
 		keep(lp.fillOrder(t, ord, used, pi))
 	}
 	// The pair fills cost more; they run when no greedy fill prices out.
@@ -822,7 +858,7 @@ func (lp *patternLP) orderByResource(pi []float64) {
 			return math.MaxFloat64 / 4 * math.Min(pi[gi], 1) // needs none of r: first, by worth
 		}
 		ord := append([]int(nil), live...)
-		sort.SliceStable(ord, func(a, b int) bool { return key(ord[a]) > key(ord[b]) })
+		slices.SortStableFunc(ord, func(a, b int) int { return cmp.Compare(key(b), key(a)) })
 		lp.byRes = append(lp.byRes, ord)
 		lp.work += float64(len(live) * 20)
 	}

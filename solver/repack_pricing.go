@@ -1,7 +1,9 @@
 package solver
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -24,9 +26,21 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 		}
 		return float64(lp.items[g].c.req[r]) / float64(alloc[r])
 	}
-	// Completion order: worth per summed share of the node.
-	order := append([]int(nil), cands...)
-	key := make(map[int]float64, len(cands))
+	// Completion order: worth per summed share of the node. The buffers are the pricing's, kept
+	// across kinds and rounds (pairFills runs for hundreds of kinds per round).
+	pb := &lp.pbuf
+	if len(pb.key) != len(lp.items) {
+		pb.key, pb.inS, pb.counts = make([]float64, len(lp.items)), make([]bool, len(lp.items)), make([]int, len(lp.items))
+		pb.used = lp.s.d.zero()
+	}
+	order := append(pb.order[:0], cands...)
+	key, inS, S, top := pb.key, pb.inS, pb.S[:0], pb.top[:0]
+	defer func() {
+		for _, g := range S {
+			inS[g] = false
+		}
+		pb.order, pb.S, pb.top = order, S, top
+	}()
 	for _, g := range cands {
 		sz := 0.0
 		for _, r := range rows {
@@ -34,22 +48,20 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 		}
 		key[g] = pi[g] / math.Max(sz, 1e-9)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return key[order[a]] > key[order[b]] })
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(key[b], key[a]) })
 	// The leaders: the few items of most worth per unit of each resource, and per summed share.
 	const perResource = 3
-	inS := map[int]bool{}
-	var S []int
 	addTop := func(score func(g int) float64) {
-		byScore := append([]int(nil), cands...)
-		sort.SliceStable(byScore, func(a, b int) bool { return score(byScore[a]) > score(byScore[b]) })
+		byScore := append(pb.byScore[:0], cands...)
+		slices.SortStableFunc(byScore, func(a, b int) int { return cmp.Compare(score(b), score(a)) })
 		for _, g := range byScore[:min(perResource, len(byScore))] {
 			if !inS[g] {
 				inS[g] = true
 				S = append(S, g)
 			}
 		}
+		pb.byScore = byScore
 	}
-	var top []int
 	for ri := range rows {
 		top = lp.kindOrder(top[:0], ri, k)
 		for _, g := range top[:min(perResource, len(top))] {
@@ -62,9 +74,13 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 	addTop(func(g int) float64 { return key[g] })
 	sort.Ints(S)
 
-	used := lp.s.d.zero()
-	counts := make([]int, len(lp.items))
-	var touched []int
+	used, counts, touched := pb.used, pb.counts, pb.touched[:0]
+	defer func() {
+		for _, g := range touched {
+			counts[g] = 0
+		}
+		pb.touched = touched[:0]
+	}()
 	try := func(first, firstN, second int) {
 		for r := range used {
 			used[r] = 0
@@ -134,7 +150,8 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 func (lp *patternLP) worthBound(k *patKind, pi []float64, cands []int) float64 {
 	alloc := lp.p.types[k.t].alloc
 	bound := math.Inf(1)
-	var ord []int
+	ord := lp.kbuf.bound[:0]
+	defer func() { lp.kbuf.bound = ord }()
 	for ri, r := range lp.rows {
 		// cands in the round's order for r (byRes): items needing none of r come first.
 		ord = lp.kindOrder(ord[:0], ri, k)
