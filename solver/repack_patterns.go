@@ -124,6 +124,7 @@ type patternLP struct {
 		inS                             []bool
 		counts                          []int
 		used                            resVec
+		best                            [][2]int // the best fill so far: item, pods
 	}
 }
 
@@ -388,10 +389,11 @@ func (lp *patternLP) seedColumns() {
 		cost float64
 	}
 	byItem := make([][]cand, len(lp.items))
+	empty := lp.s.d.zero()
 	for ki, k := range lp.kinds {
 		t := lp.p.types[k.t]
 		for _, gi := range k.ok {
-			n := fitCount(lp.s.d.zero(), lp.items[gi].c.req, t.alloc, lp.need[gi])
+			n := fitCount(empty, lp.items[gi].c.req, t.alloc, lp.need[gi])
 			if n > 0 {
 				byItem[gi] = append(byItem[gi], cand{ki, n, k.price / float64(n)})
 			}

@@ -75,6 +75,7 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 	sort.Ints(S)
 
 	used, counts, touched := pb.used, pb.counts, pb.touched[:0]
+	pb.best = pb.best[:0]
 	defer func() {
 		for _, g := range touched {
 			counts[g] = 0
@@ -110,9 +111,10 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 		}
 		lp.work += float64(20 * len(order))
 		if worth > bestWorth*(1+1e-12) {
-			best, bestWorth = make(map[int]int, len(touched)), worth
+			bestWorth = worth
+			pb.best = pb.best[:0]
 			for _, g := range touched {
-				best[g] = counts[g]
+				pb.best = append(pb.best, [2]int{g, counts[g]})
 			}
 		}
 	}
@@ -138,6 +140,12 @@ func (lp *patternLP) pairFills(k *patKind, pi []float64, cands []int) (best map[
 					try(b, int(math.Floor(nb+1e-9)), a)
 				}
 			}
+		}
+	}
+	if len(pb.best) > 0 {
+		best = make(map[int]int, len(pb.best))
+		for _, gn := range pb.best {
+			best[gn[0]] = gn[1]
 		}
 	}
 	return best, bestWorth
