@@ -85,9 +85,9 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 		preferred = append(preferred, cand)
 	}
-	// The whole consolidation, unbudgeted; the commands are its slices (wholeplan.go).
+	// The delete-only commands that follow each other; this one is the first (wholeplan.go).
 	cin.Candidates = slices.Concat(preferred, deferred, heldCands)
-	removals := wholePlanRemovals(cin)
+	removals := plannedRemovals(cin)
 	markErr := c.markPlannedRemovals(ctx, cl, removals)
 	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, removals)
 	tries := sliceCandidates(preferred, deferred, removals)

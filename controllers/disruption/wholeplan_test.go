@@ -10,27 +10,44 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/test/env"
 )
 
-// Three nodes whose pods fit on one: the whole plan removes two, the budget lets one go at a time.
+// Three nodes whose pods fit on one: the look-ahead removes two, the budget lets one go at a time.
 // The first command takes one of the two, and moves its pod onto the node the whole plan keeps —
 // not onto the other one, which the next command would then evict it from again. That other node
 // carries the planned-removal taint, so the kube-scheduler keeps the re-created pod off it too.
 // Without the whole plan the slice moved node-a's pod onto node-b, the next command's node.
 func TestCommandMovesPodsOnlyOntoNodesTheWholePlanKeeps(t *testing.T) {
+	checkSliceOfWholePlan(t, resimPool("0s", "1"), "1000m", "1200m", "1500m")
+}
+
+// The same with a pool that may launch a cheaper type all three nodes' pods fit on: the cheapest
+// unbudgeted plan replaces every node by one new node and keeps none. The marks come from the
+// delete-only commands that follow each other (two removed, one kept), else every other node would
+// be marked and the command, avoiding them, would have nowhere to move its pod but onto a marked
+// node or a new one. Marked from the unbudgeted plan, both other nodes were (seen failing).
+func TestWholePlanMarksOnlyWhatTheKeptNodesAbsorb(t *testing.T) {
+	np := resimPool("0s", "1")
+	np.Spec.Template.Spec.Requirements[0].Values = []string{resimType, "c-2x-amd64-linux"}
+	checkSliceOfWholePlan(t, np, "300m", "400m", "500m")
+}
+
+// checkSliceOfWholePlan runs one pass on three resimType nodes of np with one pod each (of cpu) and
+// checks that the command takes one node the whole plan removes, the other one it removes is
+// marked, and the command's pods move only onto unmarked nodes.
+func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, cpu ...string) {
+	t.Helper()
 	e := env.New(t, env.Options{})
 	ctx := context.Background()
 	kube := e.Client
-	np := resimPool("0s", "1")
 	create(t, kube, np)
-	for _, n := range []string{"node-a", "node-b", "node-c"} {
+	for i, n := range []string{"node-a", "node-b", "node-c"} {
 		resimNode(t, kube, np, n)
+		resimPod(t, kube, n+"-1", n, cpu[i])
 	}
-	resimPod(t, kube, "a-1", "node-a", "1000m")
-	resimPod(t, kube, "b-1", "node-b", "1200m")
-	resimPod(t, kube, "c-1", "node-c", "1500m")
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
 	if err := c.Reconcile(ctx); err != nil {
