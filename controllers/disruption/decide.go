@@ -65,7 +65,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, n := range in.Nodes {
 		inSnapshot[n.Name] = true
 	}
-	// heldCands may go in the whole plan, but not in a command now (destinations of commands in
+	// heldCands may go in the look-ahead, but not in a command now (destinations of commands in
 	// flight, back-offs).
 	var preferred, deferred, heldCands []solver.Candidate
 	eligible := map[string]int{}
@@ -85,7 +85,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 		preferred = append(preferred, cand)
 	}
-	// The delete-only commands that follow each other; this one is the first (wholeplan.go).
+	// The delete-only commands that follow each other; this one is the first (lookahead.go).
 	cin.Candidates = slices.Concat(preferred, deferred, heldCands)
 	removals := plannedRemovals(cin)
 	markErr := c.markPlannedRemovals(ctx, cl, removals)
@@ -136,7 +136,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 	}
 	// 4. The other candidate lists: the nodes hosting pods a command already moved
-	// (destinations.go), then the nodes the whole plan keeps.
+	// (destinations.go), then the nodes the look-ahead keeps.
 	for i := 1; i < len(tries); i++ {
 		cin.Candidates = tries[i]
 		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 {

@@ -89,7 +89,7 @@ func apply(sim *solver.ConsolidationInput, cmd solver.Command) {
 	sim.Candidates = slices.DeleteFunc(slices.Clone(sim.Candidates), func(c solver.Candidate) bool { return gone[c.Node] })
 }
 
-// onlyRemovals keeps the candidates the whole plan removes.
+// onlyRemovals keeps the candidates the look-ahead removes.
 func onlyRemovals(cands []solver.Candidate, removals map[string]bool) []solver.Candidate {
 	var out []solver.Candidate
 	for _, cand := range cands {
@@ -100,7 +100,7 @@ func onlyRemovals(cands []solver.Candidate, removals map[string]bool) []solver.C
 	return out
 }
 
-// markRemovalsInSnapshot gives the snapshot's nodes the whole plan removes PlannedRemovalTaint, as
+// markRemovalsInSnapshot gives the snapshot's nodes the look-ahead removes PlannedRemovalTaint, as
 // the cluster will have them once markPlannedRemovals wrote it: the slice planned from it avoids
 // them as destinations from the first pass on.
 func markRemovalsInSnapshot(nodes []solver.ExistingNode, removals map[string]bool) []solver.ExistingNode {
@@ -114,7 +114,7 @@ func markRemovalsInSnapshot(nodes []solver.ExistingNode, removals map[string]boo
 	return out
 }
 
-// markPlannedRemovals puts PlannedRemovalTaint on the nodes the whole plan removes and takes it off
+// markPlannedRemovals puts PlannedRemovalTaint on the nodes the look-ahead removes and takes it off
 // every other node.
 func (c *Controller) markPlannedRemovals(ctx context.Context, cl *cluster, removals map[string]bool) error {
 	var errs []error
@@ -131,9 +131,9 @@ func (c *Controller) markPlannedRemovals(ctx context.Context, cl *cluster, remov
 }
 
 // sliceCandidates are the candidate lists the loop plans a budgeted command from, in order, until
-// one yields a command: the nodes the whole plan removes (first without the nodes hosting moved
-// replicas, see destinations.go), then — when no slice of the whole plan saves on its own — every
-// candidate, as before the whole plan.
+// one yields a command: the nodes the look-ahead removes (first without the nodes hosting moved
+// replicas, see destinations.go), then — when no slice of the look-ahead saves on its own — every
+// candidate, as without the look-ahead.
 func sliceCandidates(preferred, deferred []solver.Candidate, removals map[string]bool) [][]solver.Candidate {
 	all := append(slices.Clone(preferred), deferred...)
 	var out [][]solver.Candidate

@@ -16,10 +16,10 @@ import (
 )
 
 // Three nodes whose pods fit on one: the look-ahead removes two, the budget lets one go at a time.
-// The first command takes one of the two, and moves its pod onto the node the whole plan keeps —
+// The first command takes one of the two, and moves its pod onto the node the look-ahead keeps —
 // not onto the other one, which the next command would then evict it from again. That other node
 // carries the planned-removal taint, so the kube-scheduler keeps the re-created pod off it too.
-// Without the whole plan the slice moved node-a's pod onto node-b, the next command's node.
+// Without the look-ahead the command moved node-a's pod onto node-b, the next command's node.
 func TestCommandMovesPodsOnlyOntoNodesTheWholePlanKeeps(t *testing.T) {
 	checkSliceOfWholePlan(t, resimPool("0s", "1"), "1000m", "1200m", "1500m")
 }
@@ -36,7 +36,7 @@ func TestWholePlanMarksOnlyWhatTheKeptNodesAbsorb(t *testing.T) {
 }
 
 // checkSliceOfWholePlan runs one pass on three resimType nodes of np with one pod each (of cpu) and
-// checks that the command takes one node the whole plan removes, the other one it removes is
+// checks that the command takes one node the look-ahead removes, the other one it removes is
 // marked, and the command's pods move only onto unmarked nodes.
 func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, cpu ...string) {
 	t.Helper()
@@ -69,14 +69,14 @@ func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, cpu ...string) {
 		}
 	}
 	if len(marked) != 1 {
-		t.Fatalf("planned-removal taint on %v, want it on exactly the one node the whole plan removes after %s", marked, taken)
+		t.Fatalf("planned-removal taint on %v, want it on exactly the one node the look-ahead removes after %s", marked, taken)
 	}
 	if len(cmd.destinations) == 0 {
 		t.Fatalf("command on %s moves no pod onto a node that stays", taken)
 	}
 	for dest := range cmd.destinations {
 		if marked[dest] {
-			t.Errorf("command on %s moves pods onto %s, which the whole plan removes next (destinations %v)", taken, dest, cmd.destinations)
+			t.Errorf("command on %s moves pods onto %s, which the look-ahead removes next (destinations %v)", taken, dest, cmd.destinations)
 		}
 	}
 }
