@@ -108,12 +108,7 @@ func Disrupting(claim *v1.NodeClaim, node *corev1.Node) bool {
 
 // HasDisruptedTaint reports whether the node carries karpenter.sh/disrupted:NoSchedule.
 func HasDisruptedTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
-			return true
-		}
-	}
-	return false
+	return HasTaint(n, v1.DisruptedNoScheduleTaint)
 }
 
 // DisruptionCost ranks nodes as upstream does: each pod that must move costs 1 plus its

@@ -236,27 +236,32 @@ func claimNamed(cl *cluster, name string) *v1.NodeClaim {
 
 // setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
 func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
+	return c.setNodeTaint(ctx, name, v1.DisruptedNoScheduleTaint, on)
+}
+
+// setNodeTaint adds or removes the taint on the node.
+func (c *Controller) setNodeTaint(ctx context.Context, name string, taint corev1.Taint, on bool) error {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if disruptionpolicy.HasDisruptedTaint(node) == on {
+	if disruptionpolicy.HasTaint(node, taint) == on {
 		return nil
 	}
 	stored := node.DeepCopy()
 	if on {
-		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedNoScheduleTaint)
+		node.Spec.Taints = append(node.Spec.Taints, taint)
 	} else {
 		var keep []corev1.Taint
 		for _, t := range node.Spec.Taints {
-			if !t.MatchTaint(&v1.DisruptedNoScheduleTaint) {
+			if !t.MatchTaint(&taint) {
 				keep = append(keep, t)
 			}
 		}
 		node.Spec.Taints = keep
 	}
 	if err := c.kube.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("setting disrupted taint on node %s to %t: %w", name, on, err))
+		return client.IgnoreNotFound(fmt.Errorf("setting taint %s:%s on node %s to %t: %w", taint.Key, taint.Effect, name, on, err))
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -64,19 +65,35 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, n := range in.Nodes {
 		inSnapshot[n.Name] = true
 	}
-	var deferred []solver.Candidate
+	// heldCands may go in the look-ahead, but not in a command now (destinations of commands in
+	// flight, back-offs).
+	var preferred, deferred, heldCands []solver.Candidate
 	eligible := map[string]int{}
 	for _, m := range members {
-		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] || held[m.node.Name] || c.backedOff(m.node.Name, now) {
+		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
 			continue
 		}
 		cand := disruptionpolicy.Candidate(m.policyNode(), m.verdict)
+		if held[m.node.Name] || c.backedOff(m.node.Name, now) {
+			heldCands = append(heldCands, cand)
+			continue
+		}
 		eligible["underutilized"]++
 		if c.hostsMovedReplica(m) {
 			deferred = append(deferred, cand)
 			continue
 		}
-		cin.Candidates = append(cin.Candidates, cand)
+		preferred = append(preferred, cand)
+	}
+	// The delete-only commands that follow each other; this one is the first (lookahead.go).
+	cin.Candidates = slices.Concat(preferred, deferred, heldCands)
+	removals := plannedRemovals(cin)
+	markErr := c.markPlannedRemovals(ctx, cl, removals)
+	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, removals)
+	tries := sliceCandidates(preferred, deferred, removals)
+	cin.Candidates = nil
+	if len(tries) > 0 {
+		cin.Candidates = tries[0]
 	}
 	plan := solver.Consolidate(cin)
 	decisionDuration.WithLabelValues("underutilized", consolidationTypeMulti).Observe(c.clock.Since(start).Seconds())
@@ -85,7 +102,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// 1. Emptiness.
 	for _, cmd := range plan.Commands {
 		if cmd.Reason == v1.DisruptionReasonEmpty {
-			return c.launch(ctx, cl, byNode, cmd)
+			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
 	}
 	// 2. Drift.
@@ -110,24 +127,27 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 			c.blockedEvent(m, "cannot replace drifted node: "+why)
 			continue
 		}
-		return c.launch(ctx, cl, byNode, cmd)
+		return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 	}
 	// 3. Consolidation.
 	for _, cmd := range plan.Commands {
 		if cmd.Reason == v1.DisruptionReasonUnderutilized {
-			return c.launch(ctx, cl, byNode, cmd)
+			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
 	}
-	// 4. Only now the nodes hosting pods a command already moved (destinations.go).
-	if len(deferred) > 0 {
-		cin.Candidates = append(cin.Candidates, deferred...)
-		plan = solver.Consolidate(cin)
-		if len(plan.Commands) > 0 {
-			return c.launch(ctx, cl, byNode, plan.Commands[0])
+	// 4. The other candidate lists: the nodes hosting pods a command already moved
+	// (destinations.go), then the nodes the look-ahead keeps.
+	for i := 1; i < len(tries); i++ {
+		cin.Candidates = tries[i]
+		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 {
+			return errors.Join(markErr, c.launch(ctx, cl, byNode, plan.Commands[0]))
 		}
 	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
 	c.forgetMoves()
+	if markErr != nil {
+		return markErr // not idle: the marks are written again next pass
+	}
 	c.rememberIdle(fp)
 	return nil
 }

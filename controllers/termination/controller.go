@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -35,7 +36,8 @@ import (
 type Options struct {
 	// EvictionRetry is how soon a drain is retried after an eviction was refused (HTTP 429: a PDB).
 	EvictionRetry time.Duration
-	// DrainPoll is how often a drain re-checks for pods still terminating.
+	// DrainPoll is how often a drain re-checks for pods still terminating when no pod event woke it
+	// sooner (wake.go).
 	DrainPoll time.Duration
 }
 
@@ -51,11 +53,13 @@ type Controller struct {
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
 	opts     Options
+	// waiting are the nodes whose drain waits on pods; pod events wake them (wake.go).
+	waiting waitingDrains
 }
 
 // New returns the termination controller.
 func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, opts: opts}
+	return &Controller{kube: kube, cloud: cloud, recorder: recorder, clock: clk, opts: opts, waiting: waitingDrains{nodes: map[string]bool{}}}
 }
 
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;update;patch;delete
@@ -69,9 +73,11 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, recorder events.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, req.NamespacedName, node); err != nil {
+		c.waiting.set(req.Name, false)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		c.waiting.set(req.Name, false)
 		return reconcile.Result{}, nil
 	}
 	nc, err := c.claimFor(ctx, node)
@@ -89,6 +95,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	c.waiting.set(node.Name, remaining > 0)
 	if remaining > 0 {
 		wait := c.opts.DrainPoll
 		if retry {
@@ -190,5 +197,6 @@ func (c *Controller) taint(ctx context.Context, node *corev1.Node) error {
 
 // Register sets the controller up with the manager.
 func (c *Controller) Register(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).Complete(c)
+	return ctrl.NewControllerManagedBy(mgr).Named("node.termination").For(&corev1.Node{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.drainsWokenBy)).Complete(c)
 }
