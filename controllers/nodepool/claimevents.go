@@ -59,3 +59,8 @@ func ClaimCountChanged(old, cur *v1.NodeClaim) bool {
 		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() ||
 		!equality.Semantic.DeepEqual(old.Status.Capacity, cur.Status.Capacity)
 }
+
+// InPool matches the claims of the pool.
+func InPool(pool string) func(*v1.NodeClaim) bool {
+	return func(nc *v1.NodeClaim) bool { return nc.Labels[v1.NodePoolLabelKey] == pool }
+}
