@@ -81,4 +81,3 @@ func names(pods []*corev1.Pod) []string {
 	}
 	return out
 }
-

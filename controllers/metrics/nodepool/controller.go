@@ -24,8 +24,8 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/controllers/cachedobjects"
-	"github.com/joist-dev/joist/controllers/nodepool"
 	"github.com/joist-dev/joist/controllers/metrics/node"
+	"github.com/joist-dev/joist/controllers/nodepool"
 )
 
 var (
