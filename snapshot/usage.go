@@ -145,10 +145,18 @@ func inFlightNode(nc *v1.NodeClaim, its []*catalog.InstanceType, nominated []*co
 	}
 }
 
-// smallestAllocatable is the per-resource minimum allocatable over the instance types the claim admits.
+// smallestAllocatable is the per-resource minimum allocatable over the instance types the claim
+// admits. A type's offerings (zones, capacity types) come one after the other and share its
+// allocatable: it is computed once per type, not per offering (a map per offering of every in-flight
+// claim was 15 MB of the heap at the peak of make bench-scale at 5,000 nodes).
 func smallestAllocatable(nc *v1.NodeClaim, its []*catalog.InstanceType) corev1.ResourceList {
 	var out corev1.ResourceList
+	var last *catalog.InstanceType
 	for _, l := range requirements.AvailableOfferings(nc.Spec.Requirements, its) {
+		if l.InstanceType == last {
+			continue
+		}
+		last = l.InstanceType
 		a := l.InstanceType.Allocatable()
 		if out == nil {
 			out = a

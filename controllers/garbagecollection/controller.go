@@ -69,8 +69,10 @@ func (c *Collector) Start(ctx context.Context) error {
 
 // Sweep runs one collection.
 func (c *Collector) Sweep(ctx context.Context) error {
+	// Read only (deletes name the object, nothing is modified): a deep copy of every claim and node
+	// each sweep was 15 MB of the heap at 5,000 nodes.
 	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims); err != nil {
+	if err := c.kube.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodeclaims: %w", err)
 	}
 	// An instance is a claim's only if the claim's providerID names it, or if the claim it is
@@ -79,7 +81,8 @@ func (c *Collector) Sweep(ctx context.Context) error {
 	owned := map[string]bool{}      // provider IDs claims name
 	unlaunched := map[string]bool{} // names of claims without a provider ID
 	launchedAs := map[string]string{}
-	for _, nc := range claims.Items {
+	for i := range claims.Items {
+		nc := &claims.Items[i]
 		if nc.Status.ProviderID != "" {
 			owned[nc.Status.ProviderID] = true
 			launchedAs[nc.Name] = nc.Status.ProviderID
@@ -129,7 +132,7 @@ func (c *Collector) Sweep(ctx context.Context) error {
 // provider no longer has. Nodes Joist did not launch (no karpenter.sh/nodepool label) are left alone.
 func (c *Collector) sweepNodes(ctx context.Context, owned, live map[string]bool) error {
 	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}); err != nil {
+	if err := c.kube.List(ctx, nodes, client.HasLabels{v1.NodePoolLabelKey}, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
 	for i := range nodes.Items {

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 	"github.com/joist-dev/joist/snapshot"
 )
 
@@ -146,19 +146,22 @@ func (c *Controller) watchStalls(ctx context.Context) {
 			return
 		case <-ticker.C():
 		}
-		pods := &corev1.PodList{}
-		if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodNodeName: ""}, client.UnsafeDisableDeepCopy); err != nil {
+		// The store's own pods, not a typed list: a copy of every pending pod every RejectionGrace was
+		// 17 MB of the heap at the peak of make bench-scale at 50,000 pods.
+		pods, err := cachedobjects.Objects[corev1.Pod](ctx, c.cache, c.kube, &corev1.PodList{}, unbound)
+		if err != nil {
 			continue
 		}
 		now := c.clock.Now()
-		for i := range pods.Items {
-			pod := &pods.Items[i]
+		for _, pod := range pods {
 			if snapshot.Provisionable(pod) && c.store.IsStalled(pod.UID, now, c.opts.RejectionGrace) && c.store.MarkRejected(pod.UID, now) {
 				c.rejected(ctx, pod, "kube-scheduler left a planned pod pending")
 			}
 		}
 	}
 }
+
+func unbound(pod *corev1.Pod) bool { return pod.Spec.NodeName == "" }
 
 // processNext handles one pod of the queue; it returns false once the queue is shut down.
 func (c *Controller) processNext(ctx context.Context) bool {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,7 +23,9 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 	"github.com/joist-dev/joist/controllers/metrics/node"
+	"github.com/joist-dev/joist/controllers/nodepool"
 )
 
 var (
@@ -54,6 +57,8 @@ func init() { crmetrics.Registry.MustRegister(Limit, Usage, Nodes, CostPerHour) 
 type Controller struct {
 	kube          client.Client
 	instanceTypes node.InstanceTypesFunc
+	// informers, when set (Register), serve the pool's claims from the cache's store.
+	informers ctrlcache.Informers
 
 	mu      sync.Mutex
 	written map[string]map[*prometheus.GaugeVec][]string // pool → resource types last written per vector
@@ -115,10 +120,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // cost sums the offering prices of the pool's launched, not deleting claims.
 func (c *Controller) cost(ctx context.Context, np *v1.NodePool) (float64, error) {
-	claims := &v1.NodeClaimList{}
 	// Every claim event of the pool reconciles it: a deep copy of all its claims each time made this
-	// loop the manager's largest allocator while a thousand claims launched. Read-only here.
-	if err := c.kube.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	// loop the manager's largest allocator while a thousand claims launched. Read-only here, the
+	// store's own claims (a List's typed copy was 15 MB of the heap at 5,000 claims).
+	claims, err := cachedobjects.Objects[v1.NodeClaim](ctx, c.informers, c.kube, &v1.NodeClaimList{}, nodepool.InPool(np.Name))
+	if err != nil {
 		return 0, fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
 	}
 	its, err := c.instanceTypes(ctx, np)
@@ -126,8 +132,7 @@ func (c *Controller) cost(ctx context.Context, np *v1.NodePool) (float64, error)
 		return 0, fmt.Errorf("pricing nodepool %s: %w", np.Name, err)
 	}
 	var sum float64
-	for i := range claims.Items {
-		nc := &claims.Items[i]
+	for _, nc := range claims {
 		if !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
@@ -172,6 +177,7 @@ func deletePool(name string) {
 
 // Register sets the loop up with the manager: pool changes and its claims' changes.
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	c.informers = mgr.GetCache()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("metrics.nodepool").
 		For(&v1.NodePool{}).
