@@ -3,7 +3,6 @@ package nomination
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -238,7 +237,7 @@ func TestNodeIsReleasedAsItTurnsReady(t *testing.T) {
 }
 
 // Nodes that turn Ready together are nominated and released in rounds of about
-// nominationBudget pods: the first node goes to the scheduler as soon as the cache shows its
+// nominationParallelism pods: the first node goes to the scheduler as soon as the cache shows its
 // pods' nominations, before the next node's are written (etcd's revisions order the writes).
 func TestNodesAreReleasedInRoundsOfNominations(t *testing.T) {
 	h := start(t, DefaultOptions())
@@ -246,7 +245,7 @@ func TestNodesAreReleasedInRoundsOfNominations(t *testing.T) {
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	planned := map[string][]*corev1.Pod{}
 	for _, node := range []string{"node-a", "node-b"} {
-		for i := range nominationBudget {
+		for i := range nominationParallelism {
 			planned[node] = append(planned[node], h.pendingPod(t, fmt.Sprintf("%s-%d", node, i), nil))
 		}
 		h.ctrl.Plan(node, planned[node])
@@ -423,42 +422,5 @@ func TestOffPlanBindingSwapsIntoASlotOnANodeNotReleasedYet(t *testing.T) {
 	h.releasedWithPods(t, [2]string{"y", "node-b"})
 	if n := h.replans.Load(); n != 0 {
 		t.Errorf("%d re-plans; the swap needs none", n)
-	}
-}
-
-// Several nodes' nominations are in flight together, up to nominationBudget pods: two nodes of
-// nominationParallelism pods each turning Ready together get all their nominations written before
-// either node is released, not one node's after the other's release (at a loaded apiserver's round
-// trips, a node at a time held 1,000 nodes' release back by minutes).
-func TestNominationsOfSeveralNodesAreInFlightTogether(t *testing.T) {
-	h := start(t, DefaultOptions())
-	h.claimWithNode(t, "node-a", "batch-1", false)
-	h.claimWithNode(t, "node-b", "batch-1", false)
-	planned := map[string][]*corev1.Pod{}
-	for _, node := range []string{"node-a", "node-b"} {
-		for i := range nominationParallelism {
-			planned[node] = append(planned[node], h.pendingPod(t, fmt.Sprintf("%s-%d", node, i), nil))
-		}
-		h.ctrl.Plan(node, planned[node])
-	}
-	h.setReady(t, "node-a", true)
-	h.setReady(t, "node-b", true)
-	h.releasedWithPods(t, [2]string{"node-a-0", "node-a"}, [2]string{"node-b-0", "node-b"})
-	first := int64(math.MaxInt64)
-	for _, name := range []string{"node-a", "node-b"} {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		h.get(t, node)
-		first = min(first, revision(t, node))
-	}
-	for _, node := range []string{"node-a", "node-b"} {
-		for _, pod := range planned[node] {
-			h.get(t, pod)
-			if pod.Status.NominatedNodeName != node {
-				t.Fatalf("%s nominated to %q, want %s", pod.Name, pod.Status.NominatedNodeName, node)
-			}
-			if rv := revision(t, pod); rv > first {
-				t.Fatalf("%s was nominated (revision %d) after the first node was released (revision %d): one node's nominations at a time", pod.Name, rv, first)
-			}
-		}
 	}
 }

@@ -42,13 +42,6 @@ const (
 	nominationsSeenTimeout = 2 * time.Second
 	// nominationParallelism bounds the nomination patches in flight.
 	nominationParallelism = 128
-	// nominationBudget is how many pods' nominations may be written and not yet released: four
-	// waves of patches. Each node still goes out as soon as the cache shows its own nominations.
-	// One wave (128 pods) made a round of write, wait for the cache and lift cost three round
-	// trips per 25 nodes of five pods, and a loaded apiserver's round trips took the release 128 s
-	// after the last of 1,000 nodes turned Ready (make bench-scale, 5,000 pods); and a node of 125
-	// pods (make bench-e2e) went out one at a time.
-	nominationBudget = 4 * nominationParallelism
 	// Request namespaces telling the two kinds of release keys apart: a provisioning batch (its label
 	// value) or a claim launched outside one (a disruption replacement).
 	batchKey = "batch"
@@ -145,11 +138,11 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 	if left := oldest.Add(c.opts.BatchReleaseTimeout).Sub(c.clock.Now()); waiting > 0 && together && left > 0 {
 		return reconcile.Result{RequeueAfter: left}, nil // the waiting nodes' updates requeue it sooner
 	}
-	// About nominationBudget pods' nominations are kept in flight: each node goes to the
+	// About nominationParallelism pods' nominations are kept in flight: each node goes to the
 	// scheduler as soon as the cache shows its own nominations, and its pods' share of the budget
 	// goes to the next nodes' nominations at once — not all nodes after all nominations, nor round
 	// after round. A batch released together is written whole.
-	budget := nominationBudget
+	budget := nominationParallelism
 	if together {
 		budget = math.MaxInt
 	}
