@@ -32,18 +32,13 @@ type Options struct {
 	LaunchTimeout time.Duration
 	// RegistrationTimeout deletes a launched claim whose Node did not register within it.
 	RegistrationTimeout time.Duration
-	// MaxConcurrentReconciles bounds the claims reconciled in parallel. Each reconcile waits on the
-	// apiserver (and the cloud) for most of its time, and a provisioning batch creates all its claims
-	// at once: with 10, the 1,000 claims of a 5,000-pod batch waited 58 s on average in the queue
-	// (make bench-scale) before their instances launched and their Nodes registered. Karpenter runs
-	// at least 1,000; on a loaded 2-core apiserver 1,000 made each reconcile take 4 s (the apiserver
-	// queues them all), so the default is 100.
+	// MaxConcurrentReconciles bounds parallel launches.
 	MaxConcurrentReconciles int
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, MaxConcurrentReconciles: 100}
+	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, MaxConcurrentReconciles: 10}
 }
 
 // Controller reconciles NodeClaims.
