@@ -53,9 +53,8 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		// too: adding one takes an optimistic lock (a conflict just means another look). Labels and
 		// finalizers merge key by key in a strategic merge patch, so when the node already has the
 		// claim's taints (a kubelet registers with them; KWOK's nodes are created with them) the
-		// patch needs no lock, and does not lose the race against the node's status updates: under
-		// load those came between the cache's read and the patch for about one registration in
-		// two at 1,000 nodes, each costing a retry.
+		// patch needs no lock, and does not lose the race against the node's status updates (59 to
+		// 955 conflicts, each a retry, per 1,000 registrations in make bench-scale under load).
 		patch := client.StrategicMergeFrom(stored)
 		if len(node.Spec.Taints) != len(stored.Spec.Taints) {
 			patch = client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})
