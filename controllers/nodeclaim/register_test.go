@@ -106,3 +106,69 @@ func TestLaunchPathMarksInsufficientCapacityOfferings(t *testing.T) {
 		t.Errorf("claim not deleted after insufficient capacity")
 	}
 }
+
+// lagging serves the Node as the cache read it before a status update the apiserver has since
+// applied (the node's Ready heartbeat, say): its resourceVersion is older than the server's.
+type lagging struct {
+	client.Client
+	node *corev1.Node
+}
+
+func (l lagging) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if nodes, ok := list.(*corev1.NodeList); ok {
+		nodes.Items = []corev1.Node{*l.node.DeepCopy()}
+		return nil
+	}
+	return l.Client.List(ctx, list, opts...)
+}
+
+// A claim registers in one reconcile although its Node's status changed after the cache read it:
+// the node already has the claim's taints, so labels and the finalizer are merged without an
+// optimistic lock on the whole Node (which lost that race to every heartbeat and retried).
+func TestRegisterDoesNotLoseToTheNodesStatusUpdates(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-abc12", Finalizers: []string{v1.TerminationFinalizer},
+		Labels: map[string]string{v1.NodePoolLabelKey: "default"}, CreationTimestamp: metav1.NewTime(now)}}
+	nc.Status.ProviderID = "kwok://default-abc12"
+	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Finalizers: []string{"example.com/keep"}},
+		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}},
+	}
+	kube := newClient(nc, node)
+	read := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: node.Name}, read); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat := read.DeepCopy()
+	heartbeat.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := kube.Status().Update(ctx, heartbeat); err != nil {
+		t.Fatal(err)
+	}
+	c := nodeclaim.New(lagging{kube, read}, fakeCloud{}, nil, events.NewFakeRecorder(10), clocktesting.NewFakeClock(now), nodeclaim.DefaultOptions())
+	res, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsTrue(v1.ConditionTypeRegistered) {
+		t.Fatalf("claim not registered after one reconcile (result %+v): the node patch lost to the node's status update", res)
+	}
+	gotNode := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: node.Name}, gotNode); err != nil {
+		t.Fatal(err)
+	}
+	if gotNode.Labels[v1.NodeRegisteredLabelKey] != "true" || gotNode.Labels[v1.NodePoolLabelKey] != "default" {
+		t.Errorf("node labels = %v, want the claim's labels and registered=true", gotNode.Labels)
+	}
+	if !slices.Equal(gotNode.Finalizers, []string{"example.com/keep", v1.TerminationFinalizer}) {
+		t.Errorf("node finalizers = %v, want the node's own kept and the termination finalizer added", gotNode.Finalizers)
+	}
+	if len(gotNode.Status.Conditions) != 1 {
+		t.Errorf("the node's status update was lost: conditions %v", gotNode.Status.Conditions)
+	}
+}

@@ -52,6 +52,13 @@ type harness struct {
 
 func start(t *testing.T, opts Options) *harness {
 	t.Helper()
+	return startWith(t, opts, true)
+}
+
+// startWith is start, with the controller's loops registered in the manager or not (a test then
+// calls Release itself).
+func startWith(t *testing.T, opts Options, register bool) *harness {
+	t.Helper()
 	e := env.New(t, env.Options{})
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
@@ -64,8 +71,10 @@ func start(t *testing.T, opts Options) *harness {
 	}
 	h := &harness{direct: e.Client, kube: mgr.GetClient(), store: state.NewNominations()}
 	h.ctrl = New(mgr.GetClient(), mgr.GetCache(), h.store, func() { h.replans.Add(1) }, clock.RealClock{}, opts)
-	if err := h.ctrl.Register(mgr); err != nil {
-		t.Fatal(err)
+	if register {
+		if err := h.ctrl.Register(mgr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	done := make(chan struct{})
 	go func() {

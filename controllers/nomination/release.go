@@ -3,6 +3,7 @@ package nomination
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -188,19 +189,33 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 // releaseNodes lifts the unregistered taint of the nodes (by claim) whose nominations are out, and
 // writes once more the nominations the scheduler cleared meanwhile.
 func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, left, written int) (reconcile.Result, error) {
-	for claim, node := range nodes {
-		c.released.add(claim, node.Name)
-		c.store.MarkReleased(claim, c.clock.Now())
-	}
 	c.seen.released(key, nodes, c.clock.Now())
 	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(nodes), "notYet", left, "nominationsWritten", written)
-	g, gctx := errgroup.WithContext(ctx)
-	for _, n := range nodes {
-		g.Go(func() error { return c.liftUnregisteredTaint(gctx, n) })
+	// Each node's lift stands alone: one that lost a race (its taints changed since the cache's
+	// copy) is retried, the others are released all the same — cancelling them with it cost the
+	// whole group a retry, their nominations' wait included.
+	var (
+		g    errgroup.Group
+		mu   sync.Mutex
+		errs []error
+	)
+	for claim, n := range nodes {
+		g.Go(func() error {
+			if err := c.liftUnregisteredTaint(ctx, n); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				return nil
+			}
+			c.released.add(claim, n.Name)
+			c.store.MarkReleased(claim, c.clock.Now())
+			return nil
+		})
 	}
-	if err := g.Wait(); err != nil {
+	_ = g.Wait()
+	if err := errors.Join(errs...); err != nil {
 		c.seen.done(key)
-		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+		if allRaces(errs) {
 			return reconcile.Result{RequeueAfter: conflictRetry}, nil
 		}
 		return reconcile.Result{}, err
@@ -288,8 +303,9 @@ func (c *Controller) releasable(ctx context.Context, claims []v1.NodeClaim) (map
 			return nil, 0, oldest, err
 		}
 		switch {
-		case node != nil && !hasTaint(node, v1.UnregisteredTaintKey):
-			// released already
+		case node != nil && (!hasTaint(node, v1.UnregisteredTaintKey) || c.released.nodeOf(nc.Name) == node.Name):
+			// released already (by this loop, if the cache does not show it yet: lifting the taint
+			// again would fail the patch's test of the taints it replaces)
 		case node == nil || !nc.IsTrue(v1.ConditionTypeRegistered) || !readyButUnregistered(node):
 			waiting++
 		default:
@@ -402,6 +418,12 @@ func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, 
 		return nil, nil
 	}
 	return &pods.Items[0], nil
+}
+
+// allRaces reports whether every error is a lost race on the node's taints (a conflict, or the
+// JSON patch's test failing), which a retry resolves.
+func allRaces(errs []error) bool {
+	return !slices.ContainsFunc(errs, func(err error) bool { return !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) })
 }
 
 func hasTaint(node *corev1.Node, key string) bool {
