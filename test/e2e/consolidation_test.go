@@ -325,7 +325,11 @@ func TestConsolidationAbortsWhenAPodArrives(t *testing.T) {
 	s.fastDisruption()
 	s.args = append(s.args, "--consolidation-validation-delay=15s")
 	ctx := s.ctx(4 * time.Minute)
-	twoHalfNodes(t, s, ctx, singleTypePool(), nil)
+	// The arrival restarts the node's consolidateAfter; at 30 s the node cannot be a candidate again
+	// (a fresh command taking it with the arrived pod, as Karpenter would) before the abort is seen.
+	twoHalfNodes(t, s, ctx, singleTypePool(func(np *v1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("30s")
+	}), nil)
 	var victim v1.NodeClaim
 	s.eventually(ctx, "a node marked Disrupting", func(context.Context) (bool, error) {
 		for _, nc := range s.claims() {

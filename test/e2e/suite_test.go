@@ -255,3 +255,20 @@ func deployment(name string, replicas int32, cpu, memory string, mutate ...func(
 		},
 	}
 }
+
+// waitPoolsReady waits until the named NodePools' Ready condition is True.
+func (s *stack) waitPoolsReady(ctx context.Context, names ...string) {
+	s.t.Helper()
+	s.eventually(ctx, fmt.Sprintf("NodePools %v Ready", names), func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			np := &v1.NodePool{}
+			if err := s.kube.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			if !np.IsTrue(v1.ConditionTypeReady) {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, s.describeClaims)
+}

@@ -211,6 +211,9 @@ func TestGuardrailClusterLimitsStopLaunchesAcrossPools(t *testing.T) {
 	arm := kwokNodePool("arm", nil, v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}})
 	s.create(ctx, guardrail, kwokNodeClass(0), amd, arm)
 	s.startManager()
+	// A pod's FailedScheduling events form one events/v1 series whose note is the first one's, so
+	// pods created before the pools are Ready would keep "no ready NodePool" for minutes.
+	s.waitPoolsReady(ctx, amd.Name, arm.Name)
 	amdPods := deployment("amd-hungry", 8, "1", "1Gi", nodeSelector(v1.LabelArch, "amd64"))
 	armPods := deployment("arm-hungry", 8, "1", "1Gi", nodeSelector(v1.LabelArch, "arm64"))
 	s.create(ctx, amdPods, armPods)
