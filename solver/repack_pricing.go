@@ -323,24 +323,11 @@ func (lp *patternLP) lineMin(y []float64, i int, alloc resVec, pi []float64, can
 		}
 		kinks = append(kinks, kink{at: a / q, a: a, q: q, need: float64(lp.need[g])})
 	}
-	slices.SortFunc(kinks, func(x, z kink) int { return cmp.Compare(z.at, x.at) })
 	lp.kbuf.kinks = kinks
 	lp.work += float64(len(cands)*len(lp.rows)*2 + len(kinks)*8)
-	yi, used := 0.0, 0.0
-	for _, kk := range kinks {
-		if used += kk.need * kk.q; used >= float64(alloc[r]) {
-			yi = kk.at
-			break
-		}
-	}
+	yi, v := kinkMin(kinks, float64(alloc[r]))
 	y[i] = yi
-	v := base + float64(alloc[r])*yi
-	for _, kk := range kinks {
-		if d := kk.a - kk.q*yi; d > 0 {
-			v += kk.need * d
-		}
-	}
-	return v
+	return base + v
 }
 
 // rayMin minimises L(y) (knapsackBound) over the ray y = σ·u, u_r = w_r/alloc_r (resource r
@@ -369,22 +356,10 @@ func (lp *patternLP) rayMin(w, y []float64, alloc resVec, pi []float64, cands []
 		}
 		kinks = append(kinks, kink{at: pi[g] / q, a: pi[g], q: q, need: float64(lp.need[g])})
 	}
-	slices.SortFunc(kinks, func(x, z kink) int { return cmp.Compare(z.at, x.at) })
 	lp.kbuf.kinks = kinks
 	lp.work += float64(len(cands)*len(lp.rows)*2 + len(kinks)*8)
-	sigma, used := 0.0, 0.0
-	for _, kk := range kinks {
-		if used += kk.need * kk.q; used >= room {
-			sigma = kk.at
-			break
-		}
-	}
-	v := base + sigma*room
-	for _, kk := range kinks {
-		if d := kk.a - kk.q*sigma; d > 0 {
-			v += kk.need * d
-		}
-	}
+	sigma, v := kinkMin(kinks, room)
+	v += base
 	for i, r := range lp.rows {
 		y[i] = 0
 		if alloc[r] > 0 {
@@ -392,6 +367,28 @@ func (lp *patternLP) rayMin(w, y []float64, alloc resVec, pi []float64, cands []
 		}
 	}
 	return v
+}
+
+// kinkMin minimises room·t + Σ need·max(0, a − q·t) over t ≥ 0, the part of L along a line or
+// ray that its kinks carry: the slope is room − the need·q of the kinks above t, so the minimum
+// is at the kink where that first reaches the room (a fractional knapsack: kinks by worth per
+// unit, the one that fills the room split). kinks is sorted in place, highest t first.
+func kinkMin(kinks []kink, room float64) (t, v float64) {
+	slices.SortFunc(kinks, func(x, z kink) int { return cmp.Compare(z.at, x.at) })
+	used := 0.0
+	for _, kk := range kinks {
+		if used += kk.need * kk.q; used >= room {
+			t = kk.at
+			break
+		}
+	}
+	v = room * t
+	for _, kk := range kinks {
+		if d := kk.a - kk.q*t; d > 0 {
+			v += kk.need * d
+		}
+	}
+	return t, v
 }
 
 // kink is one item's break-even point on a line of knapsackBound's L: worth a (net of the other
