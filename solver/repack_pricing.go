@@ -199,11 +199,12 @@ func (lp *patternLP) worthBound(k *patKind, pi []float64, cands []int) (bound fl
 //
 // on every fill, whole or not. worthBound is L at a y on one resource only; a cpu-heavy and a
 // memory-heavy shape that together fill a node are each almost free on the other's resource
-// there, so that bound is loose exactly where pricing is most expensive. knapsackBound lowers L
-// by exact minimisation along one resource at a time (each step is a fractional knapsack on that
-// resource, the worths net of the others' prices), starting from the better of worthBound's y
-// and this kind's y of the last round (the duals move little between rounds), and stops as soon
-// as L is at most target (the kind cannot price out) or a sweep gains < 0.1 %. Every y ≥ 0 gives
+// there, so that bound is loose exactly where pricing is most expensive. knapsackBound starts
+// from the better of worthBound's y and this kind's y of the last round (the duals move little
+// between rounds), tries rays that mix the resources (rayMin), then lowers L by exact
+// minimisation along one resource at a time (lineMin: a fractional knapsack on that resource,
+// the worths net of the others' prices), and stops as soon as L is at most target (the kind
+// cannot price out) or a sweep gains < 0.1 %. Every y ≥ 0 gives
 // a valid bound, so stopping early never prunes a kind that could price out.
 func (lp *patternLP) knapsackBound(k *patKind, pi []float64, cands []int, ri int, ratio, target float64) float64 {
 	R := len(lp.rows)
@@ -242,6 +243,7 @@ func (lp *patternLP) knapsackBound(k *patKind, pi []float64, cands []int, ri int
 			copy(start, y)
 		}
 	}
+	lp.work += float64(2 * len(cands) * R)
 	// Rays mixing the resources, where a cpu-heavy and a memory-heavy shape that fill a node
 	// together cost their worth; the resource-by-resource descent below cannot leave the single
 	// resource's y towards them (L has a kink across its path).
