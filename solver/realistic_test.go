@@ -12,13 +12,15 @@ import (
 
 // realisticCeilings are the recorded cost ÷ lower bound of every realistic shape and size (the
 // published table in docs/benchmarks.md), plus a little slack: a packing or bound regression
-// fails here. The 10,000-pod sizes are covered by the benchmark only (each takes ~0.5 s here, the
+// fails here. ec2-caches/1000 and ec2-cluster/1000 are where the pattern LP's column generation
+// reaches its work budget; the knapsack's Lagrangian bound (knapsackBound) lets more pricing
+// rounds into it (1.055 → 1.039, 1.048 → 1.041), held at 1.045. The 10,000-pod sizes are covered by the benchmark only (each takes ~0.5 s here, the
 // verifier more).
 var realisticCeilings = map[string]float64{
 	"ec2-services/100": 1.14, "ec2-services/1000": 1.095,
-	"ec2-caches/100": 1.125, "ec2-caches/1000": 1.095,
+	"ec2-caches/100": 1.125, "ec2-caches/1000": 1.045,
 	"ec2-batch/100": 1.09, "ec2-batch/1000": 1.115,
-	"ec2-cluster/100": 1.11, "ec2-cluster/1000": 1.075,
+	"ec2-cluster/100": 1.11, "ec2-cluster/1000": 1.045,
 }
 
 // TestRealisticShapes runs the verifier on every realistic shape's plan at 100 and 1,000 pods,

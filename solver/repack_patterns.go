@@ -109,11 +109,18 @@ type patternLP struct {
 		basisMat, basisInv mat.Dense
 		binv, xb           []float64
 	}
+	// lagY[k*len(rows):]: kind k's resource prices of its last knapsackBound (lagSet[k] once
+	// set), the next round's start
+	lagY   []float64
+	lagSet []bool
 	// scratch: the pricing fill under way; kbuf: the pricing's buffers, reused across kinds
 	scratch fillCounts
 	kbuf    struct {
 		cands, ord, bound []int
-		key               []float64
+		key, y, w         []float64
+		reqF, remF        []float64
+		live              []int
+		kinks             []kink
 		used              resVec
 	}
 	// pbuf: pairFills' buffers; key, inS and counts are indexed by item (inS and counts all
@@ -598,7 +605,14 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 		}
 	}
 	kb.cands = cands
-	if len(cands) == 0 || lp.worthBound(k, pi, cands) <= k.price*(1+1e-6) {
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	// A kind whose bound is not above its price cannot price out (the margin covers rounding in
+	// the bound's arithmetic).
+	target := k.price * (1 + 1e-6) / (1 + 1e-9)
+	wb, ri, ratio := lp.worthBound(k, pi, cands)
+	if wb <= target || lp.knapsackBound(k, pi, cands, ri, ratio, target) <= target {
 		return nil, nil
 	}
 	share := func(gi, r int) float64 {
@@ -656,43 +670,9 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 	// Pod by pod (a few at a time on large nodes), the item of most worth per share of the room
 	// left (summed, or on the tightest resource): the room shrinks as it fills, so the fill turns
 	// to the items that use what is left, which the fixed orders above cannot.
+	lp.loadReqF(cands)
 	for o := 0; o < 2; o++ {
-		for r := range used {
-			used[r] = 0
-		}
-		lp.scratch.clear()
-		worth := 0.0
-		for {
-			bi, bk := -1, 0.0
-			for _, gi := range cands {
-				if lp.scratch.n[gi] >= lp.need[gi] || !fitsIn(used, lp.items[gi].c.req, t.alloc) {
-					continue
-				}
-				size := 0.0
-				for _, r := range lp.rows {
-					rem := t.alloc[r] - used[r]
-					q := float64(lp.items[gi].c.req[r]) / float64(max(rem, 1))
-					if o == 0 {
-						size += q
-					} else {
-						size = math.Max(size, q)
-					}
-				}
-				if k := pi[gi] / math.Max(size, 1e-9); bi < 0 || k > bk {
-					bi, bk = gi, k
-				}
-			}
-			lp.work += float64(len(cands) * (20 + 10*len(lp.rows)))
-			if bi < 0 {
-				break
-			}
-			n := fitCount(used, lp.items[bi].c.req, t.alloc, lp.need[bi]-lp.scratch.n[bi])
-			n = max(1, n/4)
-			addTimes(used, lp.items[bi].c.req, n)
-			lp.scratch.put(bi, n)
-			worth += float64(n) * pi[bi]
-		}
-		keep(worth)
+		keep(lp.roomFill(t, cands, pi, used, o == 1))
 	}
 	return fills, worths
 }
