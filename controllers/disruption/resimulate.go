@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -51,11 +52,18 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 	}
 	if len(r.NewNodeClaims) > 0 {
 		pods := 0
+		var named []string
 		for _, nc := range r.NewNodeClaims {
 			pods += len(nc.Pods)
+			for _, p := range nc.Pods {
+				if len(named) < 3 {
+					named = append(named, fmt.Sprintf("%s/%s bound to %q", p.Namespace, p.Name, p.Spec.NodeName))
+				}
+			}
 		}
-		return fmt.Sprintf("re-simulated before deleting: %d of its %d pod(s) no longer fit on the remaining nodes and its replacements (the room was taken since the plan)",
-			pods, len(sub.Pods)), nil, nil, nil
+		bound := len(podUIDs(cl.podsByNode[cmd.targets[0].node]))
+		return fmt.Sprintf("re-simulated before deleting: %d of its %d pod(s) no longer fit on the remaining nodes and its replacements (the room was taken since the plan; %d pod(s) bound to %s; e.g. %s)",
+			pods, len(sub.Pods), bound, cmd.targets[0].node, strings.Join(named, ", ")), nil, nil, nil
 	}
 	placements, unneeded := unneededReplacements(cl, cmd, sub, r.ExistingPlacements)
 	return "", placements, unneeded, nil
