@@ -33,7 +33,7 @@ func BenchmarkLookAhead(b *testing.B) {
 			for b.Loop() {
 				plan = solver.Consolidate(in)
 			}
-			b.ReportMetric((processCPU(b) - cpu0).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((processCPU(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(commandNodes(plan)), "nodes-taken")
 		})
 		b.Run(tc.name+"/lookahead", func(b *testing.B) {
@@ -49,7 +49,7 @@ func BenchmarkLookAhead(b *testing.B) {
 				cin.Candidates = sliceCandidates(in.Candidates, nil, removals)[0]
 				plan = solver.Consolidate(cin)
 			}
-			b.ReportMetric((processCPU(b) - cpu0).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((processCPU(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 			b.ReportMetric(float64(commandNodes(plan)), "nodes-taken")
 			b.ReportMetric(float64(len(removals)), "nodes-marked")
 		})

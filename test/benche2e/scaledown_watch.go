@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/fields"
 	"maps"
 	"slices"
 	"strings"
-	"k8s.io/apimachinery/pkg/fields"
 	"sync"
 	"time"
 
