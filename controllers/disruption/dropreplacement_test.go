@@ -32,15 +32,7 @@ func TestReplacementNotNeededAnyMoreIsDroppedBeforeTheMove(t *testing.T) {
 	resimNode(t, kube, np, "node-b")
 	resimPod(t, kube, "node-a-app", "node-a", "1500m")
 	resimPod(t, kube, "node-b-app", "node-b", "3")
-	dest := &corev1.Node{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "node-b"}, dest); err != nil {
-		t.Fatal(err)
-	}
-	stored := dest.DeepCopy()
-	dest.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	if err := kube.Patch(ctx, dest, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+	protectNode(t, kube, "node-b")
 
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
