@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -13,6 +14,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -98,5 +100,32 @@ func initializeReplacement(t *testing.T, kube client.Client, name string, it *ca
 	}
 	if err := kube.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Two commands in flight: node "spare" is the other command's replacement (held), with room for
+// this command's pod. This command's replacement may not be dropped onto it — that room is the
+// other command's plan — only onto a node no other command holds. Without the held check the crash
+// trial's two concurrent commands each dropped their replacements onto the other's.
+func TestReplacementNotDroppedOntoAnotherCommandsRoom(t *testing.T) {
+	node := func(name string) solver.ExistingNode {
+		return solver.ExistingNode{Name: name, NodeClaim: name, Labels: map[string]string{v1.LabelHostname: name},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"),
+				corev1.ResourcePods: resource.MustParse("10")}}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default", UID: "app"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}}
+	repl := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "repl"}}
+	repl.Status.NodeName = "repl"
+	cl := &cluster{claims: []*v1.NodeClaim{repl}, podsByNode: map[string][]*corev1.Pod{}}
+	cmd := &command{replacements: []string{"repl"}, destinations: map[string]bool{}}
+	sub := solver.Input{Nodes: []solver.ExistingNode{node("repl"), node("spare")}, Pods: []*corev1.Pod{pod}}
+
+	if _, unneeded := unneededReplacements(cl, cmd, sub, nil, map[string]bool{"spare": true}); len(unneeded) != 0 {
+		t.Errorf("dropped %v onto the room of another command's replacement", unneeded)
+	}
+	if _, unneeded := unneededReplacements(cl, cmd, sub, nil, nil); len(unneeded) != 1 {
+		t.Errorf("dropped %v, want repl: its pod fits on spare, which no other command holds", unneeded)
 	}
 }

@@ -65,8 +65,11 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 		return fmt.Sprintf("re-simulated before deleting: %d of its %d pod(s) no longer fit on the remaining nodes and its replacements (the room was taken since the plan; %d pod(s) bound to %s; e.g. %s)",
 			pods, len(sub.Pods), bound, cmd.targets[0].node, strings.Join(named, ", ")), nil, nil, nil
 	}
-	placements, unneeded := unneededReplacements(cl, cmd, sub, r.ExistingPlacements)
-	return "", placements, unneeded, nil
+	var unneeded []string
+	if len(cmd.idleReplacements(cl, sub.Nodes)) > 0 {
+		r.ExistingPlacements, unneeded = unneededReplacements(cl, cmd, sub, r.ExistingPlacements, c.heldNodes(cl))
+	}
+	return "", r.ExistingPlacements, unneeded, nil
 }
 
 // unneededReplacements finds the command's replacements its pods no longer need. The plan was made
@@ -76,18 +79,26 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 // command, evicting them a second time (the scale-down bench's command 1 replaced a node by two, and
 // its sixth deleted one of the two). A replacement may go when no pod counts on it and the
 // command's pods all fit, without launching anything, on the nodes that stay *and are not marked
-// for removal* (PlannedRemovalTaint: a pod moved there would move again) plus the other
-// replacements. Replacements are tried in the order the command launched them; the placement
-// returned is the one without the replacements dropped.
-func unneededReplacements(cl *cluster, cmd *command, sub solver.Input, placements []solver.ExistingPlacement) ([]solver.ExistingPlacement, []string) {
-	var unneeded []string
+// for removal* (PlannedRemovalTaint: a pod moved there would move again) *nor held by another
+// command* (held: heldNodes — another command's replacements, planned destinations and reserved
+// room; the command's own destinations stay usable) plus the other replacements. Without the
+// second condition two commands in flight each dropped their replacements onto the other's (crash
+// trial, 10 → 2 nodes at 1.23 × the plan). Replacements are tried in the order the command
+// launched them; the placement returned is the one without the replacements dropped.
+func unneededReplacements(cl *cluster, cmd *command, sub solver.Input, placements []solver.ExistingPlacement, held map[string]bool) ([]solver.ExistingPlacement, []string) {
+	var unneeded, ownNodes []string
+	for _, name := range cmd.replacements {
+		ownNodes = append(ownNodes, replacementNode(cl, name))
+	}
 	dropped := map[string]bool{}
 	for _, name := range cmd.idleReplacements(cl, sub.Nodes) {
 		dropped[replacementNode(cl, name)] = true
 		trial := sub
 		trial.Nodes = nil
 		for _, n := range sub.Nodes {
-			if !dropped[n.Name] && !slices.ContainsFunc(n.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptionpolicy.PlannedRemovalTaint) }) {
+			own := cmd.destinations[n.Name] || slices.Contains(ownNodes, n.Name)
+			if !dropped[n.Name] && (own || !held[n.Name]) &&
+				!slices.ContainsFunc(n.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptionpolicy.PlannedRemovalTaint) }) {
 				trial.Nodes = append(trial.Nodes, n)
 			}
 		}
