@@ -56,6 +56,15 @@ func (cmd *command) decision() string {
 	return "delete"
 }
 
+// nodeNames are the names of the command's nodes, for logs.
+func (cmd *command) nodeNames() []string {
+	out := make([]string, len(cmd.targets))
+	for i, t := range cmd.targets {
+		out[i] = t.node
+	}
+	return out
+}
+
 // describe is the command in words, for events and logs.
 func describeCommand(reason v1.DisruptionReason, deleted, launched int, savings float64) string {
 	switch {
@@ -106,7 +115,7 @@ func (c *Controller) start(ctx context.Context, cl *cluster, cmd *command) error
 		}
 	}
 	log.FromContext(ctx).Info("disruption command started", "reason", cmd.reason, "nodes", len(cmd.targets),
-		"replacements", cmd.replacements, "savingsPerHour", cmd.savings)
+		"nodeNames", cmd.nodeNames(), "replacements", cmd.replacements, "savingsPerHour", cmd.savings)
 	return nil
 }
 
@@ -131,13 +140,16 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 	if why := c.invalid(cl, cmd, now); why != "" {
 		return true, c.abort(ctx, cmd, why)
 	}
-	why, placements, err := c.stillFits(ctx, cl, cmd)
+	why, placements, unneeded, err := c.stillFits(ctx, cl, cmd)
 	if err != nil {
 		return false, err
 	}
 	if why != "" {
 		c.backOff(cmd, now)
 		return true, c.abort(ctx, cmd, why)
+	}
+	if err := c.dropReplacements(ctx, cl, cmd, unneeded); err != nil {
+		return false, err
 	}
 	c.reserve(cl, cmd, placements)
 	if len(cmd.reserved) > 0 {
@@ -158,6 +170,26 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 	c.recordMoves(cl, cmd, now)
 	log.FromContext(ctx).Info("disruption command executed", "reason", cmd.reason, "nodes", len(cmd.targets), "savingsPerHour", cmd.savings)
 	return true, errors.Join(errs...)
+}
+
+// dropReplacements deletes the replacements the command's re-simulation did without, before any pod
+// moves: no pod counts on them, and a pod moved there would be moved again by the command that
+// consolidates them away later (unneededReplacements). They stay in cmd.replacements: they were
+// launched as planned.
+func (c *Controller) dropReplacements(ctx context.Context, cl *cluster, cmd *command, names []string) error {
+	for _, name := range names {
+		nc := claimNamed(cl, name)
+		if nc == nil {
+			continue
+		}
+		if err := c.kube.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting unneeded replacement %s: %w", name, err)
+		}
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupt",
+			"Replacement not needed: re-simulated before deleting, the pods of %s fit on the nodes that stay", strings.Join(cmd.nodeNames(), ", "))
+		log.FromContext(ctx).Info("disruption replacement dropped", "reason", cmd.reason, "replacement", name, "nodeNames", cmd.nodeNames())
+	}
+	return nil
 }
 
 // invalid re-checks the command before anything is deleted: every node is still there, still

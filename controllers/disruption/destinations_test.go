@@ -30,7 +30,6 @@ func (r reservedOn) Reserved(claim string) bool { return r[claim] }
 func destinationsFixture(t *testing.T) (client.Client, types.UID) {
 	t.Helper()
 	e := env.New(t, env.Options{})
-	ctx := context.Background()
 	kube := e.Client
 	np := resimPool("0s", "1")
 	create(t, kube, np)
@@ -42,15 +41,7 @@ func destinationsFixture(t *testing.T) (client.Client, types.UID) {
 	resimPod(t, kube, "node-c-1", "node-c", "700m")
 	resimPod(t, kube, "node-c-2", "node-c", "800m")
 	resimPod(t, kube, "node-d-1", "node-d", "500m")
-	dest := &corev1.Node{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "node-d"}, dest); err != nil {
-		t.Fatal(err)
-	}
-	stored := dest.DeepCopy()
-	dest.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	if err := kube.Patch(ctx, dest, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+	protectNode(t, kube, "node-d")
 	return kube, rs
 }
 

@@ -62,15 +62,7 @@ func TestEvictedPodLandsWhereThePlanPutIt(t *testing.T) {
 	app := ownedPod(t, kube, "app-1", "node-a", "1500m", rs)
 	resimPod(t, kube, "node-b-app", "node-b", "1500m")
 	// node-b is the destination: protected, so the plan is "delete node-a, its pod onto node-b".
-	dest := &corev1.Node{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "node-b"}, dest); err != nil {
-		t.Fatal(err)
-	}
-	stored := dest.DeepCopy()
-	dest.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	if err := kube.Patch(ctx, dest, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+	protectNode(t, kube, "node-b")
 	// node-a's claim keeps a finalizer, as termination's would while it drains.
 	target := &v1.NodeClaim{}
 	if err := kube.Get(ctx, client.ObjectKey{Name: "node-a"}, target); err != nil {

@@ -94,6 +94,22 @@ func resimNode(t *testing.T, kube client.Client, np *v1.NodePool, name string) {
 	}
 }
 
+// protectNode gives the node karpenter.sh/do-not-disrupt: it stays, a destination for the pods of
+// the nodes a test's command takes.
+func protectNode(t *testing.T, kube client.Client, name string) {
+	t.Helper()
+	ctx := context.Background()
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		t.Fatal(err)
+	}
+	stored := node.DeepCopy()
+	node.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func resimPod(t *testing.T, kube client.Client, name, node, cpu string) {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: node,
@@ -121,15 +137,7 @@ func TestCommandReSimulatedBeforeDelete(t *testing.T) {
 		resimPod(t, kube, n+"-app", n, "1500m")
 	}
 	// node-b is the destination: protected, so the plan is "delete node-a, its pod onto node-b".
-	dest := &corev1.Node{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "node-b"}, dest); err != nil {
-		t.Fatal(err)
-	}
-	stored := dest.DeepCopy()
-	dest.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	if err := kube.Patch(ctx, dest, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+	protectNode(t, kube, "node-b")
 
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	recorder := events.NewFakeRecorder(100)

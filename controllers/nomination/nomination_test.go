@@ -20,13 +20,10 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/test/env"
 )
@@ -60,33 +57,15 @@ func start(t *testing.T, opts Options) *harness {
 func startWith(t *testing.T, opts Options, register bool) *harness {
 	t.Helper()
 	e := env.New(t, env.Options{})
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{direct: e.Client, kube: mgr.GetClient(), store: state.NewNominations()}
-	h.ctrl = New(mgr.GetClient(), mgr.GetCache(), h.store, func() { h.replans.Add(1) }, clock.RealClock{}, opts)
-	if register {
-		if err := h.ctrl.Register(mgr); err != nil {
-			t.Fatal(err)
+	h := &harness{direct: e.Client, store: state.NewNominations()}
+	e.StartTestManager(t, func(mgr ctrl.Manager) error {
+		h.kube = mgr.GetClient()
+		h.ctrl = New(mgr.GetClient(), mgr.GetCache(), h.store, func() { h.replans.Add(1) }, clock.RealClock{}, opts)
+		if !register {
+			return nil
 		}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+		return h.ctrl.Register(mgr)
+	})
 	return h
 }
 

@@ -10,13 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/joist-dev/joist/controllers/indexes"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -25,31 +21,15 @@ import (
 // stays.
 func TestPodGoneWakesTheDrain(t *testing.T) {
 	e := env.New(t, env.Options{})
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
-		t.Fatal(err)
-	}
 	kube := e.Client
 	node, _ := deletingNode(t, kube, "node-a", nil)
 	pod := runningPod("app", "node-a", 30, nil)
 	mustCreate(t, kube, pod)
-	c := New(mgr.GetClient(), &recordingCloud{}, events.NewFakeRecorder(100), clock.RealClock{}, Options{EvictionRetry: time.Hour, DrainPoll: time.Hour})
-	if err := c.Register(mgr); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	e.StartTestManager(t, func(mgr ctrl.Manager) error {
+		c := New(mgr.GetClient(), &recordingCloud{}, events.NewFakeRecorder(100), clock.RealClock{}, Options{EvictionRetry: time.Hour, DrainPoll: time.Hour})
+		return c.Register(mgr)
+	})
+	ctx := t.Context()
 
 	poll := func(what string, cond func() (bool, error)) {
 		t.Helper()

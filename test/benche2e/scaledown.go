@@ -54,6 +54,8 @@ type scaleDownResult struct {
 	// evicted counts evictions; evictedAgain, evictions of pods re-created during the consolidation
 	// (a replica moved twice).
 	evicted, evictedAgain int
+	// againByNode names the nodes the repeated evictions were made from.
+	againByNode string
 	// commandLog is the manager's disruption timeline after the scale-down (commandTimeline).
 	commandLog string
 }
@@ -76,11 +78,11 @@ func (r scaleDownResult) targets() string {
 	delays := time.Duration(r.commands) * validationDelay
 	ratio := r.costAfter / r.planCost
 	return fmt.Sprintf("targets: NodeClaims launched %d ≤ planned replacements %d + 2%% (%.2f): %s (%d unforeseen launches); "+
-		"evictions %d, of pods already moved %d (each pod evicted at most once): %s; "+
+		"evictions %d, of pods already moved %d [from: %s] (each pod evicted at most once): %s; "+
 		"consolidated $/h ÷ from-scratch plan %.3f ≤ 1.05: %s; "+
 		"time to consolidated %.1fs ≤ 2 × %d commands × %s validation delay = %.0fs: %s (%.2f×)",
 		r.launched, r.planned, launchBound, verdict(float64(r.launched) <= launchBound), r.unforeseen,
-		r.evicted, r.evictedAgain, verdict(r.evictedAgain == 0),
+		r.evicted, r.evictedAgain, r.againByNode, verdict(r.evictedAgain == 0),
 		ratio, verdict(ratio <= 1.05),
 		r.consolidated.Seconds(), r.commands, validationDelay, (2 * delays).Seconds(), verdict(r.consolidated <= 2*delays),
 		r.consolidated.Seconds()/delays.Seconds())
@@ -106,6 +108,7 @@ func commandTimeline(logPath string, since time.Time) string {
 		str := func(k string) string { v, _ := m[k].(string); return v }
 		num := func(k string) float64 { v, _ := m[k].(float64); return v }
 		repl, _ := m["replacements"].([]any)
+		names, _ := m["nodeNames"].([]any)
 		e := struct {
 			TS, Msg, Node, Why string
 			Nodes              any
@@ -121,9 +124,11 @@ func commandTimeline(logPath string, since time.Time) string {
 		at := ts.Sub(since).Seconds()
 		switch e.Msg {
 		case "disruption command started":
-			fmt.Fprintf(&b, "\n         %6.1f started: %v node(s), %d replacement(s), saves $%.4f/h", at, e.Nodes, len(e.Replacements), e.Savings)
+			fmt.Fprintf(&b, "\n         %6.1f started: %v node(s) %v, %d replacement(s) %v, saves $%.4f/h", at, e.Nodes, names, len(e.Replacements), e.Replacements, e.Savings)
 		case "disruption command executed":
 			fmt.Fprintf(&b, "\n         %6.1f executed: %v node(s)", at, e.Nodes)
+		case "disruption replacement dropped":
+			fmt.Fprintf(&b, "\n         %6.1f replacement %s dropped (not needed any more)", at, str("replacement"))
 		case "disruption command abandoned":
 			fmt.Fprintf(&b, "\n         %6.1f abandoned: %s", at, e.Why)
 		case "drained and terminated node":
@@ -265,6 +270,7 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.nodesAfter, r.costAfter = len(last.claims), last.cost
 	r.deleted = r.nodesBefore + r.launched - r.nodesAfter
 	r.evicted, r.evictedAgain = evictions.counts()
+	r.againByNode = evictions.againByNode()
 	sums, err := scrapeSums(ctx, metricsURL, "karpenter_voluntary_disruption_decisions_total",
 		"joist_disruption_planned_replacements_total", "joist_disruption_unforeseen_launches_total")
 	if err != nil {

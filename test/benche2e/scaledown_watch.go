@@ -1,8 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"k8s.io/apimachinery/pkg/fields"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,12 +27,14 @@ type evictionWatch struct {
 	since time.Time
 	mu    sync.Mutex
 	seen  map[string]bool
-	// evicted counts evictions; again, evictions of pods re-created during the consolidation.
+	// evicted counts evictions; again, evictions of pods re-created during the consolidation, and
+	// againOn those by the node they were evicted from (which command took a moved pod again).
 	evicted, again int
+	againOn        map[string]int
 }
 
 func watchEvictions(ctx context.Context, cfg *rest.Config, since time.Time) *evictionWatch {
-	w := &evictionWatch{since: since, seen: map[string]bool{}}
+	w := &evictionWatch{since: since, seen: map[string]bool{}, againOn: map[string]int{}}
 	cs := kubernetes.NewForConfigOrDie(cfg)
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "default", fields.Everything())
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: &corev1.Pod{},
@@ -59,7 +66,21 @@ func (w *evictionWatch) observe(obj any) {
 	w.evicted++
 	if p.CreationTimestamp.After(w.since) {
 		w.again++
+		w.againOn[p.Spec.NodeName]++
 	}
+}
+
+// againByNode lists the repeated evictions by the node they were evicted from, most first.
+func (w *evictionWatch) againByNode() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	nodes := slices.Collect(maps.Keys(w.againOn))
+	slices.SortFunc(nodes, func(a, b string) int { return cmp.Or(w.againOn[b]-w.againOn[a], strings.Compare(a, b)) })
+	parts := make([]string, len(nodes))
+	for i, n := range nodes {
+		parts[i] = fmt.Sprintf("%s %d", n, w.againOn[n])
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (w *evictionWatch) counts() (evicted, again int) {
