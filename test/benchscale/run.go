@@ -180,6 +180,10 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	if err != nil {
 		return res, err
 	}
+	writesBefore, err := writeRequests(runCtx, cs)
+	if err != nil {
+		return res, err
+	}
 	cpu := resource.NewMilliQuantity(int64(allocCPU/perNode), resource.DecimalSI)
 	start := time.Now()
 	if err := parallel(sz.pods, func(i int) error { return createPod(runCtx, kube, i, *cpu) }); err != nil {
@@ -197,6 +201,9 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	}
 	res.bound = time.Since(start)
 	res.timeline = stand.timeline.summary(start, created)
+	if writesBound, err := writeRequests(runCtx, cs); err == nil {
+		res.timeline += "; " + writesSince(writesBefore, writesBound)
+	}
 	if prof != nil {
 		if err := prof.heap(runCtx, "heap-bound.pb.gz"); err != nil {
 			return res, err
