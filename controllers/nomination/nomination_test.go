@@ -59,6 +59,12 @@ func start(t *testing.T, opts Options) *harness {
 // calls Release itself).
 func startWith(t *testing.T, opts Options, register bool) *harness {
 	t.Helper()
+	return startWithReader(t, opts, register, nil)
+}
+
+// startWithReader is startWith with the controller's live reader wrapped by wrap (when not nil).
+func startWithReader(t *testing.T, opts Options, register bool, wrap func(client.Reader) client.Reader) *harness {
+	t.Helper()
 	e := env.New(t, env.Options{})
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{Scheme: e.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0", Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
@@ -71,6 +77,9 @@ func startWith(t *testing.T, opts Options, register bool) *harness {
 	}
 	h := &harness{direct: e.Client, kube: mgr.GetClient(), store: state.NewNominations()}
 	h.ctrl = New(mgr.GetClient(), mgr.GetCache(), h.store, func() { h.replans.Add(1) }, clock.RealClock{}, opts)
+	if wrap != nil {
+		h.ctrl.live = wrap(mgr.GetAPIReader())
+	}
 	if register {
 		if err := h.ctrl.Register(mgr); err != nil {
 			t.Fatal(err)

@@ -51,6 +51,9 @@ const (
 
 // Register adds the release loop and the pod queue to mgr.
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	if c.live == nil {
+		c.live = mgr.GetAPIReader()
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("nomination.release").
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
