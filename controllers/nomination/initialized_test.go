@@ -1,7 +1,6 @@
 package nomination
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -19,7 +18,7 @@ func TestReleaseLabelsTheNodeInitializedWhenNothingElseIsAwaited(t *testing.T) {
 	h := start(t, DefaultOptions())
 	h.claimWithNode(t, "node-a", "batch-1", true)
 	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
-	h.claimWithStartupTaint(t, "node-b", "batch-1", startup)
+	h.claimWithStartupTaints(t, "node-b", "batch-1", true, startup)
 
 	eventually(t, "both nodes released", 20*time.Second, func() (bool, string) {
 		a, b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b"}}
@@ -36,33 +35,4 @@ func TestReleaseLabelsTheNodeInitializedWhenNothingElseIsAwaited(t *testing.T) {
 	if _, ok := b.Labels[v1.NodeInitializedLabelKey]; ok {
 		t.Errorf("node-b labeled initialized while its startup taint is on it: labels %v, taints %v", b.Labels, b.Spec.Taints)
 	}
-}
-
-// claimWithStartupTaint is claimWithNode (Ready) for a claim with a startup taint its node carries.
-func (h *harness) claimWithStartupTaint(t *testing.T, name, batch string, startup corev1.Taint) {
-	t.Helper()
-	ctx := context.Background()
-	providerID := "kwok://" + name
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ProvisioningBatchLabelKey: batch}},
-		Spec: v1.NodeClaimSpec{StartupTaints: []corev1.Taint{startup}, Requirements: []v1.NodeSelectorRequirementWithMinValues{
-			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
-			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}}
-	if err := h.direct.Create(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	nc.Status.ProviderID, nc.Status.NodeName = providerID, name
-	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
-	if err := h.direct.Status().Update(ctx, nc); err != nil {
-		t.Fatal(err)
-	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
-	if err := h.direct.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint, startup}
-	if err := h.direct.Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	h.setReady(t, name, true)
 }

@@ -103,10 +103,16 @@ func startWithReader(t *testing.T, opts Options, register bool, wrap func(client
 // unregistered taint, Ready or not.
 func (h *harness) claimWithNode(t *testing.T, name, batch string, ready bool) {
 	t.Helper()
+	h.claimWithStartupTaints(t, name, batch, ready)
+}
+
+// claimWithStartupTaints is claimWithNode for a claim with startup taints, which its node carries.
+func (h *harness) claimWithStartupTaints(t *testing.T, name, batch string, ready bool, startup ...corev1.Taint) {
+	t.Helper()
 	ctx := context.Background()
 	providerID := "kwok://" + name
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ProvisioningBatchLabelKey: batch}},
-		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+		Spec: v1.NodeClaimSpec{StartupTaints: startup, Requirements: []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
 			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}}
 	if err := h.direct.Create(ctx, nc); err != nil {
@@ -122,7 +128,7 @@ func (h *harness) claimWithNode(t *testing.T, name, batch string, ready bool) {
 	if err := h.direct.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint} // the apiserver added not-ready; the test decides
+	node.Spec.Taints = append([]corev1.Taint{v1.UnregisteredNoExecuteTaint}, startup...) // the apiserver added not-ready; the test decides
 	if err := h.direct.Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -332,17 +338,7 @@ func (h *harness) rejectPod(t *testing.T, pod *corev1.Pod) {
 // is asked for a batch and, after the sweep, the pod no longer counts on the claim but is known as
 // Joist's stale nomination.
 func TestRejectionLeadsToReplan(t *testing.T) {
-	opts := DefaultOptions()
-	opts.RejectionGrace = 500 * time.Millisecond
-	h := start(t, opts)
-	h.claimWithNode(t, "node-a", "batch-1", false)
-	pod := h.pendingPod(t, "pod-a", nil)
-	h.ctrl.Plan("node-a", []*corev1.Pod{pod})
-	h.setReady(t, "node-a", true)
-	eventually(t, "pod nominated at release", 20*time.Second, func() (bool, string) {
-		h.get(t, pod)
-		return pod.Status.NominatedNodeName == "node-a" && h.store.IsReleased("node-a"), pod.Status.NominatedNodeName
-	})
+	h, pod := releasedWithPlannedPod(t, 500*time.Millisecond, nil)
 
 	h.rejectPod(t, pod)
 	eventually(t, "rejected pod nominated once more", 10*time.Second, func() (bool, string) {

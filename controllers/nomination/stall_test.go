@@ -24,12 +24,12 @@ func (b boundAhead) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	return nil
 }
 
-// stalledAfterRelease releases node-a with pod-a planned on it and leaves the pod pending in the
-// cache; it returns the harness and the pod.
-func stalledAfterRelease(t *testing.T, wrap func(client.Reader) client.Reader) (*harness, *corev1.Pod) {
+// releasedWithPlannedPod releases node-a with pod-a planned on it, with the given RejectionGrace and
+// the controller's live reader wrapped by wrap; the pod stays pending. It returns the harness and the pod.
+func releasedWithPlannedPod(t *testing.T, grace time.Duration, wrap func(client.Reader) client.Reader) (*harness, *corev1.Pod) {
 	t.Helper()
 	opts := DefaultOptions()
-	opts.RejectionGrace = 300 * time.Millisecond
+	opts.RejectionGrace = grace
 	h := startWithReader(t, opts, true, wrap)
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	pod := h.pendingPod(t, "pod-a", nil)
@@ -47,7 +47,7 @@ func stalledAfterRelease(t *testing.T, wrap func(client.Reader) client.Reader) (
 // confirmed with the apiserver first, and the pod counts as bound. Re-planned, it would buy a node
 // a second time.
 func TestStallTheCacheShowsLateDoesNotReplan(t *testing.T) {
-	h, pod := stalledAfterRelease(t, func(r client.Reader) client.Reader { return boundAhead{r} })
+	h, pod := releasedWithPlannedPod(t, 300*time.Millisecond, func(r client.Reader) client.Reader { return boundAhead{r} })
 	eventually(t, "the pod found bound by the stall watch", 10*time.Second, func() (bool, string) {
 		claim, planned := h.store.ClaimOf(pod.UID)
 		return !planned, fmt.Sprintf("still planned on %q, %d re-plans", claim, h.replans.Load())
@@ -60,7 +60,7 @@ func TestStallTheCacheShowsLateDoesNotReplan(t *testing.T) {
 // A planned pod the apiserver also shows pending past RejectionGrace after its node's release is
 // handled as rejected and planned again.
 func TestStallTheApiserverConfirmsIsReplanned(t *testing.T) {
-	h, pod := stalledAfterRelease(t, nil)
+	h, pod := releasedWithPlannedPod(t, 300*time.Millisecond, nil)
 	eventually(t, "the stalled pod re-planned", 10*time.Second, func() (bool, string) {
 		return h.replans.Load() > 0, fmt.Sprintf("%d re-plans", h.replans.Load())
 	})

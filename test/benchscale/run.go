@@ -340,35 +340,12 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 
 // apiserverRequests reads apiserver_request_total summed by "VERB resource[/subresource]".
 func apiserverRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading apiserver metrics: %w", err)
-	}
-	label := func(line, name string) string {
-		i := strings.Index(line, name+`="`)
-		if i < 0 {
+	return requestTotals(ctx, cs, func(label func(string) string) string {
+		if label("verb") == "" {
 			return ""
 		}
-		v := line[i+len(name)+2:]
-		return v[:strings.Index(v, `"`)]
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		verb := label(line, "verb")
-		if verb == "" {
-			continue
-		}
-		key := verb + " " + label(line, "resource")
-		if sub := label(line, "subresource"); sub != "" {
-			key += "/" + sub
-		}
-		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		out[key] += n
-	}
-	return out, nil
+		return requestKey(label)
+	})
 }
 
 // byVerb sums requests keyed "VERB resource" by verb.
