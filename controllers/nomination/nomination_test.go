@@ -124,7 +124,7 @@ func (h *harness) claimWithStartupTaints(t *testing.T, name, batch string, ready
 	if err := h.direct.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	if err := h.direct.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}

@@ -404,11 +404,7 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, nc *v1.NodeClaim
 		{"op": "replace", "path": "/spec/taints", "value": kept},
 	}
 	if initializedOnceReleased(nc, n, kept) {
-		if n.Labels == nil {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels", "value": map[string]string{v1.NodeInitializedLabelKey: "true"}})
-		} else {
-			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels/" + jsonPointerEscape(v1.NodeInitializedLabelKey), "value": "true"})
-		}
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels/" + jsonPointerEscape(v1.NodeInitializedLabelKey), "value": "true"})
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -424,7 +420,9 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, nc *v1.NodeClaim
 // initializedOnceReleased reports whether the node, not labeled initialized yet, is initialized
 // for its claim once its taints are kept.
 func initializedOnceReleased(nc *v1.NodeClaim, n *corev1.Node, kept []corev1.Taint) bool {
-	if nc == nil || n.Labels[v1.NodeInitializedLabelKey] == "true" {
+	// A node without labels in the cache is left to the lifecycle: adding the whole map could
+	// replace labels the cache does not show yet.
+	if nc == nil || n.Labels == nil || n.Labels[v1.NodeInitializedLabelKey] == "true" {
 		return false
 	}
 	released := *n // a shallow copy: n is the cache's
