@@ -114,10 +114,12 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	if err != nil || node == nil {
 		return reconcile.Result{}, err
 	}
-	if reason := notInitializedReason(nc, node); reason != "" {
+	if reason := NotInitializedReason(nc, node); reason != "" {
 		nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionUnknown, "NotInitialized", reason)
 		return reconcile.Result{}, nil
 	}
+	// controllers/nomination labels the node in the patch that releases it when nothing else is
+	// awaited then; this patch is for nodes that initialize later (startup taints, extended resources).
 	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
 		stored := node.DeepCopy()
 		node.Labels[v1.NodeInitializedLabelKey] = "true"
@@ -129,12 +131,14 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	return reconcile.Result{}, nil
 }
 
-func notInitializedReason(nc *v1.NodeClaim, node *corev1.Node) string {
-	if !nodeReady(node) {
-		return "node is not Ready"
-	}
-	if hasTaint(node, v1.UnregisteredTaintKey) {
-		return "node is not released yet (karpenter.sh/unregistered taint)"
+// NotInitializedReason says why the claim's node is not initialized yet, or "" when it is: Ready,
+// released (no karpenter.sh/unregistered taint), none of the claim's startup taints left and the
+// extended resources the claim asked for allocatable.
+func NotInitializedReason(nc *v1.NodeClaim, node *corev1.Node) string {
+	if !nodeReady(node) || hasTaint(node, v1.UnregisteredTaintKey) {
+		// One message for both: the node turns Ready before it is released, and a message that
+		// changed between the two cost every claim one more status write on the lifecycle's queue.
+		return "waiting for the node to turn Ready and be released to the scheduler (karpenter.sh/unregistered taint)"
 	}
 	for _, st := range nc.Spec.StartupTaints {
 		for _, t := range node.Spec.Taints {

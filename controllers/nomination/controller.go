@@ -54,6 +54,9 @@ func DefaultOptions() Options {
 type Controller struct {
 	kube  client.Client
 	cache ctrlcache.Cache
+	// live reads from the apiserver itself (the manager's APIReader, set by Register): a stall the
+	// cache shows is confirmed there before the pod is planned again.
+	live  client.Reader
 	store *state.Nominations
 	clock clock.WithTicker
 	opts  Options

@@ -56,11 +56,20 @@ func start(t *testing.T, opts Options) *harness {
 // calls Release itself).
 func startWith(t *testing.T, opts Options, register bool) *harness {
 	t.Helper()
+	return startWithReader(t, opts, register, nil)
+}
+
+// startWithReader is startWith with the controller's live reader wrapped by wrap (when not nil).
+func startWithReader(t *testing.T, opts Options, register bool, wrap func(client.Reader) client.Reader) *harness {
+	t.Helper()
 	e := env.New(t, env.Options{})
 	h := &harness{direct: e.Client, store: state.NewNominations()}
 	e.StartTestManager(t, func(mgr ctrl.Manager) error {
 		h.kube = mgr.GetClient()
 		h.ctrl = New(mgr.GetClient(), mgr.GetCache(), h.store, func() { h.replans.Add(1) }, clock.RealClock{}, opts)
+		if wrap != nil {
+			h.ctrl.live = wrap(mgr.GetAPIReader())
+		}
 		if !register {
 			return nil
 		}
@@ -73,10 +82,16 @@ func startWith(t *testing.T, opts Options, register bool) *harness {
 // unregistered taint, Ready or not.
 func (h *harness) claimWithNode(t *testing.T, name, batch string, ready bool) {
 	t.Helper()
+	h.claimWithStartupTaints(t, name, batch, ready)
+}
+
+// claimWithStartupTaints is claimWithNode for a claim with startup taints, which its node carries.
+func (h *harness) claimWithStartupTaints(t *testing.T, name, batch string, ready bool, startup ...corev1.Taint) {
+	t.Helper()
 	ctx := context.Background()
 	providerID := "kwok://" + name
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.ProvisioningBatchLabelKey: batch}},
-		Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+		Spec: v1.NodeClaimSpec{StartupTaints: startup, Requirements: []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
 			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}}
 	if err := h.direct.Create(ctx, nc); err != nil {
@@ -88,11 +103,11 @@ func (h *harness) claimWithNode(t *testing.T, name, batch string, ready bool) {
 	if err := h.direct.Status().Update(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name}}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	if err := h.direct.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	node.Spec.Taints = []corev1.Taint{v1.UnregisteredNoExecuteTaint} // the apiserver added not-ready; the test decides
+	node.Spec.Taints = append([]corev1.Taint{v1.UnregisteredNoExecuteTaint}, startup...) // the apiserver added not-ready; the test decides
 	if err := h.direct.Update(ctx, node); err != nil {
 		t.Fatal(err)
 	}
@@ -302,17 +317,7 @@ func (h *harness) rejectPod(t *testing.T, pod *corev1.Pod) {
 // is asked for a batch and, after the sweep, the pod no longer counts on the claim but is known as
 // Joist's stale nomination.
 func TestRejectionLeadsToReplan(t *testing.T) {
-	opts := DefaultOptions()
-	opts.RejectionGrace = 500 * time.Millisecond
-	h := start(t, opts)
-	h.claimWithNode(t, "node-a", "batch-1", false)
-	pod := h.pendingPod(t, "pod-a", nil)
-	h.ctrl.Plan("node-a", []*corev1.Pod{pod})
-	h.setReady(t, "node-a", true)
-	eventually(t, "pod nominated at release", 20*time.Second, func() (bool, string) {
-		h.get(t, pod)
-		return pod.Status.NominatedNodeName == "node-a" && h.store.IsReleased("node-a"), pod.Status.NominatedNodeName
-	})
+	h, pod := releasedWithPlannedPod(t, 500*time.Millisecond, nil)
 
 	h.rejectPod(t, pod)
 	eventually(t, "rejected pod nominated once more", 10*time.Second, func() (bool, string) {

@@ -27,6 +27,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/controllers/nodeclaim"
 	"github.com/joist-dev/joist/snapshot"
 )
 
@@ -50,6 +51,9 @@ const (
 
 // Register adds the release loop and the pod queue to mgr.
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	if c.live == nil {
+		c.live = mgr.GetAPIReader()
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("nomination.release").
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -168,7 +172,7 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 			out = nil // all or none
 		}
 		if len(out) > 0 {
-			if res, err := c.releaseNodes(ctx, key, out, len(ready)-len(out), written); err != nil || !res.IsZero() {
+			if res, err := c.releaseNodes(ctx, key, out, claims, len(ready)-len(out), written); err != nil || !res.IsZero() {
 				return res, err
 			}
 			for claim := range out {
@@ -188,7 +192,7 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 
 // releaseNodes lifts the unregistered taint of the nodes (by claim) whose nominations are out, and
 // writes once more the nominations the scheduler cleared meanwhile.
-func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, left, written int) (reconcile.Result, error) {
+func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, claims []v1.NodeClaim, left, written int) (reconcile.Result, error) {
 	c.seen.released(key, nodes, c.clock.Now())
 	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(nodes), "notYet", left, "nominationsWritten", written)
 	// Each node's lift stands alone: one that lost a race (its taints changed since the cache's
@@ -199,9 +203,13 @@ func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[str
 		mu   sync.Mutex
 		errs []error
 	)
+	byName := make(map[string]*v1.NodeClaim, len(claims))
+	for i := range claims {
+		byName[claims[i].Name] = &claims[i]
+	}
 	for claim, n := range nodes {
 		g.Go(func() error {
-			if err := c.liftUnregisteredTaint(ctx, n); err != nil {
+			if err := c.liftUnregisteredTaint(ctx, byName[claim], n); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -381,17 +389,24 @@ func (c *Controller) nominationSeen(ctx context.Context, uid types.UID) bool {
 // liftUnregisteredTaint removes the karpenter.sh/unregistered taint with a JSON patch that first
 // tests the taints it replaces. Taints are a list a patch replaces whole, and the node lifecycle
 // controller edits them too; an optimistic lock on the whole Node would also fail on every status
-// heartbeat. A failed test comes back as Invalid.
-func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) error {
+// heartbeat. A failed test comes back as Invalid. When the lift leaves nothing else the claim's
+// node waits for (startup taints, extended resources), the same patch labels the node
+// karpenter.sh/initialized: one Node write instead of two, the second of which the NodeClaim
+// lifecycle's workers (blocked on each round trip) would otherwise make.
+func (c *Controller) liftUnregisteredTaint(ctx context.Context, nc *v1.NodeClaim, n *corev1.Node) error {
 	taints := n.Spec.Taints
 	if taints == nil {
 		taints = []corev1.Taint{}
 	}
 	kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
-	patch, err := json.Marshal([]map[string]any{
+	ops := []map[string]any{
 		{"op": "test", "path": "/spec/taints", "value": taints},
 		{"op": "replace", "path": "/spec/taints", "value": kept},
-	})
+	}
+	if initializedOnceReleased(nc, n, kept) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/labels/" + jsonPointerEscape(v1.NodeInitializedLabelKey), "value": "true"})
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
@@ -400,6 +415,24 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) 
 		return fmt.Errorf("lifting the unregistered taint from node %s: %w", n.Name, err)
 	}
 	return nil
+}
+
+// initializedOnceReleased reports whether the node, not labeled initialized yet, is initialized
+// for its claim once its taints are kept.
+func initializedOnceReleased(nc *v1.NodeClaim, n *corev1.Node, kept []corev1.Taint) bool {
+	// A node without labels in the cache is left to the lifecycle: adding the whole map could
+	// replace labels the cache does not show yet.
+	if nc == nil || n.Labels == nil || n.Labels[v1.NodeInitializedLabelKey] == "true" {
+		return false
+	}
+	released := *n // a shallow copy: n is the cache's
+	released.Spec.Taints = kept
+	return nodeclaim.NotInitializedReason(nc, &released) == ""
+}
+
+// jsonPointerEscape escapes a map key for a JSON patch path (RFC 6901).
+func jsonPointerEscape(key string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
 
 // nodeFor returns the Node registered with the claim's provider ID, or nil: the cache's copy, read

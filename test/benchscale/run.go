@@ -180,6 +180,10 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	if err != nil {
 		return res, err
 	}
+	writesBefore, err := writeRequests(runCtx, cs)
+	if err != nil {
+		return res, err
+	}
 	cpu := resource.NewMilliQuantity(int64(allocCPU/perNode), resource.DecimalSI)
 	start := time.Now()
 	if err := parallel(sz.pods, func(i int) error { return createPod(runCtx, kube, i, *cpu) }); err != nil {
@@ -197,6 +201,9 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	}
 	res.bound = time.Since(start)
 	res.timeline = stand.timeline.summary(start, created)
+	if writesBound, err := writeRequests(runCtx, cs); err == nil {
+		res.timeline += "; " + writesSince(writesBefore, writesBound)
+	}
 	if prof != nil {
 		if err := prof.heap(runCtx, "heap-bound.pb.gz"); err != nil {
 			return res, err
@@ -333,35 +340,12 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 
 // apiserverRequests reads apiserver_request_total summed by "VERB resource[/subresource]".
 func apiserverRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading apiserver metrics: %w", err)
-	}
-	label := func(line, name string) string {
-		i := strings.Index(line, name+`="`)
-		if i < 0 {
+	return requestTotals(ctx, cs, func(label func(string) string) string {
+		if label("verb") == "" {
 			return ""
 		}
-		v := line[i+len(name)+2:]
-		return v[:strings.Index(v, `"`)]
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		verb := label(line, "verb")
-		if verb == "" {
-			continue
-		}
-		key := verb + " " + label(line, "resource")
-		if sub := label(line, "subresource"); sub != "" {
-			key += "/" + sub
-		}
-		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		out[key] += n
-	}
-	return out, nil
+		return requestKey(label)
+	})
 }
 
 // byVerb sums requests keyed "VERB resource" by verb.
