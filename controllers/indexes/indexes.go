@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -80,4 +82,66 @@ func NodeForClaim(ctx context.Context, reader client.Reader, nc *v1.NodeClaim, o
 		return nil, nil
 	}
 	return &nodes.Items[0], nil
+}
+
+// nodeProviderIDStore is the node informer's own index by spec.providerID, read with ByIndex: it
+// returns the store's objects, without the typed-list copy a cached List makes. (A release reads the
+// node of every claim of its batch on each pass: those copies were 13 MB of the 89 MB live heap at
+// the 5,000-pod peak of make bench-scale.)
+const nodeProviderIDStore = "joist.dev/node-provider-id"
+
+// RegisterStore adds the indexes read from the informers' stores (CachedNodeForClaim).
+func RegisterStore(ctx context.Context, informers ctrlcache.Informers) error {
+	sii, err := nodeStore(ctx, informers)
+	if err != nil || sii == nil {
+		return err
+	}
+	err = sii.AddIndexers(toolscache.Indexers{nodeProviderIDStore: func(obj any) ([]string, error) {
+		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+			return []string{n.Spec.ProviderID}, nil
+		}
+		return nil, nil
+	}})
+	if err != nil {
+		return fmt.Errorf("indexing the node store by provider id: %w", err)
+	}
+	return nil
+}
+
+// CachedNodeForClaim is NodeForClaim returning the cache's own Node, read only. Without the store
+// index (informers nil, or RegisterStore not called) it lists from kube without deep copies.
+func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, nc *v1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
+	sii, err := nodeStore(ctx, informers)
+	if err != nil {
+		return nil, err
+	}
+	if sii == nil || sii.GetIndexer().GetIndexers()[nodeProviderIDStore] == nil {
+		return NodeForClaim(ctx, kube, nc, client.UnsafeDisableDeepCopy)
+	}
+	objs, err := sii.GetIndexer().ByIndex(nodeProviderIDStore, nc.Status.ProviderID)
+	if err != nil {
+		return nil, fmt.Errorf("finding the node with provider id %s: %w", nc.Status.ProviderID, err)
+	}
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			return n, nil
+		}
+	}
+	return nil, nil
+}
+
+// nodeStore is the node informer as a client-go store, or nil when there is none.
+func nodeStore(ctx context.Context, informers ctrlcache.Informers) (toolscache.SharedIndexInformer, error) {
+	if informers == nil {
+		return nil, nil
+	}
+	inf, err := informers.GetInformer(ctx, &corev1.Node{})
+	if err != nil {
+		return nil, fmt.Errorf("getting the node informer: %w", err)
+	}
+	sii, _ := inf.(toolscache.SharedIndexInformer)
+	return sii, nil
 }

@@ -405,7 +405,7 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, n *corev1.Node) 
 // nodeFor returns the Node registered with the claim's provider ID, or nil: the cache's copy, read
 // only (a batch's release reads all its nodes on every pass).
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	return indexes.NodeForClaim(ctx, c.kube, nc, client.UnsafeDisableDeepCopy)
+	return indexes.CachedNodeForClaim(ctx, c.cache, c.kube, nc)
 }
 
 // podByUID returns the pod with the UID, or nil: the cache's copy, read only.

@@ -1,0 +1,74 @@
+package indexes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/test/env"
+)
+
+// CachedNodeForClaim finds the node with the claim's provider ID and returns the cache's own object
+// (the same pointer on every read: no copy), nil for a claim with no node yet; without informers it
+// lists the same node.
+func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := indexes.Register(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	if err := indexes.RegisterStore(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	cached, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"node-a", "node-b"} {
+		if err := e.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "kwok://" + name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(providerID string) *v1.NodeClaim { return &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: providerID}} }
+	read := func(nc *v1.NodeClaim) *corev1.Node {
+		t.Helper()
+		n, err := indexes.CachedNodeForClaim(ctx, informers, cached, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return read(claim("kwok://node-b")) != nil, nil
+	}); err != nil {
+		t.Fatal("the cache never showed node-b")
+	}
+	first, second := read(claim("kwok://node-b")), read(claim("kwok://node-b"))
+	if first.Name != "node-b" || first != second {
+		t.Errorf("read %s then a different object (%v): want node-b, the cache's own both times", first.Name, first != second)
+	}
+	if n := read(claim("kwok://node-c")); n != nil {
+		t.Errorf("a claim whose node does not exist found %s", n.Name)
+	}
+	if n := read(claim("")); n != nil {
+		t.Errorf("a claim without a provider id found %s", n.Name)
+	}
+	listed, err := indexes.CachedNodeForClaim(ctx, nil, cached, claim("kwok://node-a"))
+	if err != nil || listed == nil || listed.Name != "node-a" {
+		t.Errorf("without informers: %v, %v; want node-a", listed, err)
+	}
+}
