@@ -56,9 +56,6 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := indexes.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := indexes.RegisterStore(ctx, mgr.GetCache()); err != nil {
-		return err
-	}
 	kube := mgr.GetClient()
 	recorder := mgr.GetEventRecorder("joist")
 	// The nomination controller re-plans through the provisioner, which records its plans with it.

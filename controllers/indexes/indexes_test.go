@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,9 +31,6 @@ func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
 	if err := indexes.Register(ctx, informers); err != nil {
 		t.Fatal(err)
 	}
-	if err := indexes.RegisterStore(ctx, informers); err != nil {
-		t.Fatal(err)
-	}
 	go func() { _ = informers.Start(ctx) }()
 	cached, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
 	if err != nil {
@@ -43,7 +41,9 @@ func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	claim := func(providerID string) *v1.NodeClaim { return &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: providerID}} }
+	claim := func(providerID string) *v1.NodeClaim {
+		return &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: providerID}}
+	}
 	read := func(nc *v1.NodeClaim) *corev1.Node {
 		t.Helper()
 		n, err := indexes.CachedNodeForClaim(ctx, informers, cached, nc)
@@ -70,5 +70,45 @@ func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
 	listed, err := indexes.CachedNodeForClaim(ctx, nil, cached, claim("kwok://node-a"))
 	if err != nil || listed == nil || listed.Name != "node-a" {
 		t.Errorf("without informers: %v, %v; want node-a", listed, err)
+	}
+}
+
+// CachedPodByUID finds a pod by UID in the pod store and returns the cache's own object; a UID no pod
+// has finds nothing.
+func TestCachedPodByUIDReadsTheStore(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := indexes.Register(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	read := func(uid types.UID) *corev1.Pod {
+		t.Helper()
+		p, err := indexes.CachedPodByUID(ctx, informers, nil, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return read(pod.UID) != nil, nil
+	}); err != nil {
+		t.Fatal("the cache never showed the pod")
+	}
+	if first, second := read(pod.UID), read(pod.UID); first.Name != "app" || first != second {
+		t.Errorf("read %s then a different object (%v): want app, the cache's own both times", first.Name, first != second)
+	}
+	if p := read("no-such-uid"); p != nil {
+		t.Errorf("an unknown uid found pod %s", p.Name)
 	}
 }

@@ -410,14 +410,7 @@ func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Nod
 
 // podByUID returns the pod with the UID, or nil: the cache's copy, read only.
 func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodUID: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("finding pod %s: %w", uid, err)
-	}
-	if len(pods.Items) == 0 {
-		return nil, nil
-	}
-	return &pods.Items[0], nil
+	return indexes.CachedPodByUID(ctx, c.cache, c.kube, uid)
 }
 
 // allRaces reports whether every error is a lost race on the node's taints (a conflict, or the
