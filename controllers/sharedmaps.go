@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -99,14 +100,9 @@ func (s *sharedMaps) size() int {
 
 // stringsKey is an unambiguous text of m: sorted entries, each string length-prefixed.
 func stringsKey(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var b strings.Builder
 	b.WriteByte('s')
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		writeField(&b, k)
 		writeField(&b, m[k])
 	}
@@ -116,14 +112,9 @@ func stringsKey(m map[string]string) string {
 // resourcesKey is an unambiguous text of rl: sorted names, each quantity as its canonical string and
 // format (equal quantities written differently stay apart, as their serialisations differ).
 func resourcesKey(rl corev1.ResourceList) string {
-	names := make([]corev1.ResourceName, 0, len(rl))
-	for n := range rl {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	var b strings.Builder
 	b.WriteByte('r')
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(rl)) {
 		q := rl[n]
 		writeField(&b, string(n))
 		writeField(&b, q.String())

@@ -21,17 +21,7 @@ import (
 // (the same pointer on every read: no copy), nil for a claim with no node yet; without informers it
 // lists the same node.
 func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
-	e := env.New(t, env.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := indexes.Register(ctx, informers); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
+	e, ctx, informers := startIndexedCache(t)
 	cached, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
 	if err != nil {
 		t.Fatal(err)
@@ -73,12 +63,13 @@ func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
 	}
 }
 
-// CachedPodByUID finds a pod by UID in the pod store and returns the cache's own object; a UID no pod
-// has finds nothing.
-func TestCachedPodByUIDReadsTheStore(t *testing.T) {
+// startIndexedCache starts a control plane and an informer cache with Joist's indexes, stopped when
+// the test ends.
+func startIndexedCache(t *testing.T) (*env.Env, context.Context, cache.Cache) {
+	t.Helper()
 	e := env.New(t, env.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +78,13 @@ func TestCachedPodByUIDReadsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = informers.Start(ctx) }()
+	return e, ctx, informers
+}
+
+// CachedPodByUID finds a pod by UID in the pod store and returns the cache's own object; a UID no pod
+// has finds nothing.
+func TestCachedPodByUIDReadsTheStore(t *testing.T) {
+	e, ctx, informers := startIndexedCache(t)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	if err := e.Client.Create(ctx, pod); err != nil {
