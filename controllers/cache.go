@@ -24,11 +24,15 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 // Every write of a Pod or Node in Joist is a patch that carries only what it changes (merge patches
 // computed against the cached copy, JSON patches, evictions); none sends a whole cached object, which
 // would erase the trimmed fields on the server. controllers/cache_test.go checks this stays true.
+//
+// Cached pods also share equal maps (labels, annotations, node selector, container requests and
+// limits) through one table per cache (sharedMaps).
 func CacheOptions() cache.Options {
+	shared := newSharedMaps()
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:         {Transform: TrimPod},
+			&corev1.Pod{}:         {Transform: shared.trimAndSharePod},
 			&corev1.Node{}:        {Transform: TrimNode},
 			&appsv1.ReplicaSet{}:  {Transform: TrimWorkload},
 			&appsv1.Deployment{}:  {Transform: TrimWorkload},
@@ -59,6 +63,15 @@ func TrimPod(obj any) (any, error) {
 	pod.Status.InitContainerStatuses = nil
 	pod.Status.EphemeralContainerStatuses = nil
 	return pod, nil
+}
+
+// trimAndSharePod is TrimPod, then the pod's maps replaced by their shared copies.
+func (s *sharedMaps) trimAndSharePod(obj any) (any, error) {
+	out, err := TrimPod(obj)
+	if pod, ok := out.(*corev1.Pod); ok && err == nil {
+		s.sharePod(pod)
+	}
+	return out, err
 }
 
 // trimContainers keeps the container fields the solver reads: requests and limits, host ports, and

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"reflect"
@@ -15,9 +16,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/catalog"
 
 	// Every package that registers series in the manager's registry.
 	_ "github.com/joist-dev/joist/cloudprovider/aws"
@@ -25,7 +31,7 @@ import (
 	_ "github.com/joist-dev/joist/cloudprovider/kwok"
 	_ "github.com/joist-dev/joist/cloudprovider/metrics"
 	_ "github.com/joist-dev/joist/controllers/disruption"
-	_ "github.com/joist-dev/joist/controllers/metrics/node"
+	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 	_ "github.com/joist-dev/joist/controllers/metrics/nodeclaim"
 	_ "github.com/joist-dev/joist/controllers/metrics/nodepool"
 	_ "github.com/joist-dev/joist/controllers/metrics/pod"
@@ -198,6 +204,9 @@ func registered(t *testing.T) map[string]series {
 	if err := podmetrics.Register(fake.NewClientBuilder().WithObjects(node, pod).Build()); err != nil {
 		t.Fatal(err)
 	}
+	if err := registerNodeCollector(node); err != nil {
+		t.Fatal(err)
+	}
 	reg, ok := crmetrics.Registry.(*prometheus.Registry)
 	if !ok {
 		t.Fatalf("controller-runtime's registry is a %T", crmetrics.Registry)
@@ -302,4 +311,23 @@ func parseDesc(s string) (string, []string) {
 	}
 	sort.Strings(labels)
 	return name, labels
+}
+
+// registerNodeCollector registers the per-node series' collector over node, made allocatable and
+// priced so that every family it exports has a series.
+func registerNodeCollector(node *corev1.Node) error {
+	node = node.DeepCopy()
+	node.Labels[v1.LabelInstanceType], node.Labels[v1.LabelTopologyZone], node.Labels[v1.CapacityTypeLabelKey] = "c-2x", "zone-a", "spot"
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: node.Labels[v1.NodePoolLabelKey]}}
+	its := []*catalog.InstanceType{{Name: "c-2x", Offerings: []catalog.Offering{{Zone: "zone-a", CapacityType: "spot", Price: 0.1}}}}
+	return nodemetrics.RegisterCollector(fake.NewClientBuilder().WithScheme(scheme).WithObjects(node, pool).Build(), nil,
+		func(context.Context, *v1.NodePool) ([]*catalog.InstanceType, error) { return its, nil })
 }

@@ -438,19 +438,12 @@ func jsonPointerEscape(key string) string {
 // nodeFor returns the Node registered with the claim's provider ID, or nil: the cache's copy, read
 // only (a batch's release reads all its nodes on every pass).
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	return indexes.NodeForClaim(ctx, c.kube, nc, client.UnsafeDisableDeepCopy)
+	return indexes.CachedNodeForClaim(ctx, c.cache, c.kube, nc)
 }
 
 // podByUID returns the pod with the UID, or nil: the cache's copy, read only.
 func (c *Controller) podByUID(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	if err := c.kube.List(ctx, pods, client.MatchingFields{indexes.PodUID: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("finding pod %s: %w", uid, err)
-	}
-	if len(pods.Items) == 0 {
-		return nil, nil
-	}
-	return &pods.Items[0], nil
+	return indexes.CachedPodByUID(ctx, c.cache, c.kube, uid)
 }
 
 // allRaces reports whether every error is a lost race on the node's taints (a conflict, or the

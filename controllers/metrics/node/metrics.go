@@ -13,16 +13,6 @@ import (
 )
 
 var (
-	// Allocatable is karpenter_nodes_allocatable.
-	Allocatable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "karpenter_nodes_allocatable",
-		Help: "Allocatable resources of Joist-managed nodes, by node, resource type and the node's well-known labels.",
-	}, LabelNames(metrics.LabelResourceType))
-	// CostPerHour is joist_node_cost_per_hour.
-	CostPerHour = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "joist_node_cost_per_hour",
-		Help: "Hourly price of the node's offering (instance type, zone, capacity type) in the cloud provider's catalog, in the catalog's currency (USD for the built-in catalogs).",
-	}, []string{"node", "nodepool", "instance_type", "capacity_type", "zone", "arch"})
 	// Created is karpenter_nodes_created_total.
 	Created = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "karpenter_nodes_created_total",
@@ -35,7 +25,7 @@ var (
 	}, []string{metrics.LabelNodePool, metrics.LabelZone})
 )
 
-func init() { crmetrics.Registry.MustRegister(Allocatable, CostPerHour, Created, Terminated) }
+func init() { crmetrics.Registry.MustRegister(Created, Terminated) }
 
 // wellKnown maps the node labels Karpenter's per-node series carry (its core well-known labels) to
 // their metric label names: the part after the slash, snake_cased, as upstream names them.

@@ -1,0 +1,112 @@
+package indexes_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/indexes"
+	"github.com/joist-dev/joist/test/env"
+)
+
+// CachedNodeForClaim finds the node with the claim's provider ID and returns the cache's own object
+// (the same pointer on every read: no copy), nil for a claim with no node yet; without informers it
+// lists the same node.
+func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
+	e, ctx, informers := startIndexedCache(t)
+	cached, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"node-a", "node-b"} {
+		if err := e.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "kwok://" + name}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim := func(providerID string) *v1.NodeClaim {
+		return &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: providerID}}
+	}
+	read := func(nc *v1.NodeClaim) *corev1.Node {
+		t.Helper()
+		n, err := indexes.CachedNodeForClaim(ctx, informers, cached, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return read(claim("kwok://node-b")) != nil, nil
+	}); err != nil {
+		t.Fatal("the cache never showed node-b")
+	}
+	first, second := read(claim("kwok://node-b")), read(claim("kwok://node-b"))
+	if first.Name != "node-b" || first != second {
+		t.Errorf("read %s then a different object (%v): want node-b, the cache's own both times", first.Name, first != second)
+	}
+	if n := read(claim("kwok://node-c")); n != nil {
+		t.Errorf("a claim whose node does not exist found %s", n.Name)
+	}
+	if n := read(claim("")); n != nil {
+		t.Errorf("a claim without a provider id found %s", n.Name)
+	}
+	listed, err := indexes.CachedNodeForClaim(ctx, nil, cached, claim("kwok://node-a"))
+	if err != nil || listed == nil || listed.Name != "node-a" {
+		t.Errorf("without informers: %v, %v; want node-a", listed, err)
+	}
+}
+
+// startIndexedCache starts a control plane and an informer cache with Joist's indexes, stopped when
+// the test ends.
+func startIndexedCache(t *testing.T) (*env.Env, context.Context, cache.Cache) {
+	t.Helper()
+	e := env.New(t, env.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := indexes.Register(ctx, informers); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = informers.Start(ctx) }()
+	return e, ctx, informers
+}
+
+// CachedPodByUID finds a pod by UID in the pod store and returns the cache's own object; a UID no pod
+// has finds nothing.
+func TestCachedPodByUIDReadsTheStore(t *testing.T) {
+	e, ctx, informers := startIndexedCache(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	read := func(uid types.UID) *corev1.Pod {
+		t.Helper()
+		p, err := indexes.CachedPodByUID(ctx, informers, nil, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return read(pod.UID) != nil, nil
+	}); err != nil {
+		t.Fatal("the cache never showed the pod")
+	}
+	if first, second := read(pod.UID), read(pod.UID); first.Name != "app" || first != second {
+		t.Errorf("read %s then a different object (%v): want app, the cache's own both times", first.Name, first != second)
+	}
+	if p := read("no-such-uid"); p != nil {
+		t.Errorf("an unknown uid found pod %s", p.Name)
+	}
+}
