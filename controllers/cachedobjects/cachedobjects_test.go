@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/controllers/cachedobjects"
 	"github.com/joist-dev/joist/test/env"
@@ -19,17 +18,7 @@ import (
 // match function filters them, and without informers the same objects come from a List.
 func TestObjectsAreTheCachesOwn(t *testing.T) {
 	e := env.New(t, env.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	cached, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, informers, cached := e.StartTestCache(t, cache.Options{}, nil)
 	for _, p := range []struct{ name, node string }{{"bound", "node-a"}, {"pending", ""}} {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: "default"},
 			Spec: corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -37,19 +36,7 @@ func (noPlan) ClusterSnapshot(context.Context) (solver.Input, error) { return so
 // label Joist knows nothing about survive on the server.
 func TestTrimmedNodeKeepsItsFieldsThroughATaintLift(t *testing.T) {
 	e := env.New(t, env.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	opts := controllers.CacheOptions()
-	opts.Scheme = e.Scheme
-	informers, err := cache.New(e.Config, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	kube, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, _, kube := e.StartTestCache(t, controllers.CacheOptions(), nil)
 	direct := e.Client
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 		Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},

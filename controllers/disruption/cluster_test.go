@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/test/env"
 )
@@ -21,17 +20,7 @@ import (
 // each, 60 MB a pass at 50,000 pods) or node, which a List makes even without deep copies.
 func TestPassReadsTheCachedPodsWithoutCopies(t *testing.T) {
 	e := env.New(t, env.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
-	kube, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, informers, kube := e.StartTestCache(t, cache.Options{}, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	if err := e.Client.Create(ctx, pod); err != nil {

@@ -68,16 +68,9 @@ func TestCachedNodeForClaimReadsTheStore(t *testing.T) {
 func startIndexedCache(t *testing.T) (*env.Env, context.Context, cache.Cache) {
 	t.Helper()
 	e := env.New(t, env.Options{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	informers, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := indexes.Register(ctx, informers); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = informers.Start(ctx) }()
+	ctx, informers, _ := e.StartTestCache(t, cache.Options{}, func(ctx context.Context, c cache.Cache) error {
+		return indexes.Register(ctx, c)
+	})
 	return e, ctx, informers
 }
 
