@@ -56,15 +56,9 @@ func (v consolidationView) inFlight() bool {
 
 func (s *stack) viewConsolidation(ctx context.Context) (consolidationView, error) {
 	v := consolidationView{claims: map[string]float64{}}
-	var (
-		claims v1.NodeClaimList
-		nodes  corev1.NodeList
-		pods   corev1.PodList
-	)
-	for _, l := range []client.ObjectList{&claims, &nodes, &pods} {
-		if err := s.kube.List(ctx, l); err != nil {
-			return v, err
-		}
+	claims, nodes, pods, err := s.listClaimsNodesPods(ctx)
+	if err != nil {
+		return v, err
 	}
 	its := catalog.Default()
 	for _, nc := range claims.Items {
@@ -164,15 +158,9 @@ func planFromScratch(t interface{ Fatal(...any) }, np *v1.NodePool, deploys []*a
 // capacity type, $/h, node, taints — and the default namespace's pods on each node (name and
 // requests), for reading a trial that stopped short of its plan.
 func (s *stack) describeClaims(ctx context.Context) string {
-	var (
-		claims v1.NodeClaimList
-		nodes  corev1.NodeList
-		pods   corev1.PodList
-	)
-	for _, l := range []client.ObjectList{&claims, &nodes, &pods} {
-		if err := s.kube.List(ctx, l); err != nil {
-			return err.Error()
-		}
+	claims, nodes, pods, err := s.listClaimsNodesPods(ctx)
+	if err != nil {
+		return err.Error()
 	}
 	taints := map[string][]string{}
 	for _, n := range nodes.Items {
@@ -210,4 +198,19 @@ func (s *stack) describeClaims(ctx context.Context) string {
 		fmt.Fprintf(&b, "\n  PDB %s: %d of %d pods healthy, %d disruptions allowed", pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.ExpectedPods, pdb.Status.DisruptionsAllowed)
 	}
 	return b.String()
+}
+
+// listClaimsNodesPods lists every NodeClaim, Node and Pod.
+func (s *stack) listClaimsNodesPods(ctx context.Context) (v1.NodeClaimList, corev1.NodeList, corev1.PodList, error) {
+	var (
+		claims v1.NodeClaimList
+		nodes  corev1.NodeList
+		pods   corev1.PodList
+	)
+	for _, l := range []client.ObjectList{&claims, &nodes, &pods} {
+		if err := s.kube.List(ctx, l); err != nil {
+			return claims, nodes, pods, err
+		}
+	}
+	return claims, nodes, pods, nil
 }
