@@ -24,9 +24,9 @@ const defaultNodeMonitorGracePeriod = 50 * time.Second
 // its pods Ready. KWOK heartbeats every 20–45 s, later on a loaded machine (52 s seen at load ~12);
 // past the default 50 s the node lifecycle controller marked the pods NotReady, KWOK never made them
 // Ready again, and the PodDisruptionBudget over them allowed no eviction for the rest of the test
-// (TestCrashDuringConsolidation sat at 1.4–1.6× its plan, every node blocked). The test plays the
+// (TestCrashDuringConsolidation sat idle at 1.385× its plan, every node blocked). The test plays the
 // kubelet itself — one heartbeat, then silence — and watches the pod past the default grace period;
-// with the default, its pod turned NotReady at 50 s.
+// with the default, its pod turned NotReady 52 s after the heartbeat.
 func TestLateHeartbeatKeepsPodsReady(t *testing.T) {
 	e := env.New(t, env.Options{ControllerManager: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
