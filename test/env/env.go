@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +23,11 @@ import (
 	policyv1alpha1 "github.com/joist-dev/joist/api/policy/v1alpha1"
 	v1 "github.com/joist-dev/joist/api/v1"
 )
+
+// NodeMonitorGracePeriod is how long kube-controller-manager waits for a node's heartbeat before it
+// marks the node unknown and its pods NotReady: well past KWOK's heartbeat interval, so a heartbeat
+// a loaded machine delays does not turn Ready pods NotReady for good.
+const NodeMonitorGracePeriod = 5 * time.Minute
 
 // Options selects what Start brings up.
 type Options struct {
@@ -143,6 +149,11 @@ func (e *Env) startChildren(assets string, opts Options) error {
 			"--kubeconfig=" + e.KubeconfigPath, "--leader-elect=false", "--secure-port=0",
 			"--controllers=*,-serviceaccount-token", "--concurrent-deployment-syncs=10",
 			"--concurrent-replicaset-syncs=10",
+			// KWOK's node heartbeat comes every 20–45 s (its node-heartbeat stage), later on a
+			// loaded machine; past the default 50 s grace the node lifecycle controller marks the
+			// node's pods NotReady, and KWOK never makes them Ready again: a PDB over them then
+			// allows no eviction for the rest of the test (heartbeat_test.go).
+			"--node-monitor-grace-period=" + NodeMonitorGracePeriod.String(),
 		}, fast...)
 		if err := e.start("kube-controller-manager", assets, args...); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -55,15 +56,9 @@ func (v consolidationView) inFlight() bool {
 
 func (s *stack) viewConsolidation(ctx context.Context) (consolidationView, error) {
 	v := consolidationView{claims: map[string]float64{}}
-	var (
-		claims v1.NodeClaimList
-		nodes  corev1.NodeList
-		pods   corev1.PodList
-	)
-	for _, l := range []client.ObjectList{&claims, &nodes, &pods} {
-		if err := s.kube.List(ctx, l); err != nil {
-			return v, err
-		}
+	claims, nodes, pods, err := s.listClaimsNodesPods(ctx)
+	if err != nil {
+		return v, err
 	}
 	its := catalog.Default()
 	for _, nc := range claims.Items {
@@ -157,4 +152,65 @@ func planFromScratch(t interface{ Fatal(...any) }, np *v1.NodePool, deploys []*a
 		t.Fatal(err)
 	}
 	return solver.Solve(solver.Input{Pods: pods, NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
+}
+
+// describeClaims lists the live NodeClaims as the planner sees them — instance type, zone,
+// capacity type, $/h, node, taints — and the default namespace's pods on each node (name and
+// requests), for reading a trial that stopped short of its plan.
+func (s *stack) describeClaims(ctx context.Context) string {
+	claims, nodes, pods, err := s.listClaimsNodesPods(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	taints := map[string][]string{}
+	for _, n := range nodes.Items {
+		for _, t := range n.Spec.Taints {
+			taints[n.Name] = append(taints[n.Name], t.Key+":"+string(t.Effect))
+		}
+	}
+	onNode := map[string][]string{}
+	for _, p := range pods.Items {
+		if p.Namespace != "default" || p.Spec.NodeName == "" {
+			continue
+		}
+		req := p.Spec.Containers[0].Resources.Requests
+		ready := ""
+		if !podReady(&p) {
+			ready = ",NotReady"
+		}
+		onNode[p.Spec.NodeName] = append(onNode[p.Spec.NodeName], fmt.Sprintf("%s(%s,%s%s)", p.Name, req.Cpu(), req.Memory(), ready))
+	}
+	its := catalog.Default()
+	var b strings.Builder
+	for _, nc := range claims.Items {
+		l := nc.Labels
+		p, _ := catalog.OfferingPrice(its, l[v1.LabelInstanceType], l[v1.LabelTopologyZone], l[v1.CapacityTypeLabelKey])
+		pods := onNode[nc.Status.NodeName]
+		sort.Strings(pods)
+		fmt.Fprintf(&b, "\n  %s node %s: %s %s %s $%.4f/h deleting=%t taints=%v pods=%v", nc.Name, nc.Status.NodeName,
+			l[v1.LabelInstanceType], l[v1.LabelTopologyZone], l[v1.CapacityTypeLabelKey], p, !nc.DeletionTimestamp.IsZero(), taints[nc.Status.NodeName], pods)
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := s.kube.List(ctx, &pdbs, client.InNamespace("default")); err != nil {
+		return b.String() + "\n  " + err.Error()
+	}
+	for _, pdb := range pdbs.Items {
+		fmt.Fprintf(&b, "\n  PDB %s: %d of %d pods healthy, %d disruptions allowed", pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.ExpectedPods, pdb.Status.DisruptionsAllowed)
+	}
+	return b.String()
+}
+
+// listClaimsNodesPods lists every NodeClaim, Node and Pod.
+func (s *stack) listClaimsNodesPods(ctx context.Context) (v1.NodeClaimList, corev1.NodeList, corev1.PodList, error) {
+	var (
+		claims v1.NodeClaimList
+		nodes  corev1.NodeList
+		pods   corev1.PodList
+	)
+	for _, l := range []client.ObjectList{&claims, &nodes, &pods} {
+		if err := s.kube.List(ctx, l); err != nil {
+			return claims, nodes, pods, err
+		}
+	}
+	return claims, nodes, pods, nil
 }

@@ -273,6 +273,7 @@ func (s *stack) waitConsolidated(ctx context.Context, t *testing.T, scaledDown t
 			why = err.Error()
 		}
 		if time.Since(start) > timeout {
+			t.Logf("claims at the timeout:%s", s.describeClaims(ctx))
 			t.Fatalf("not consolidated %s after the restart: %s (%s; %s; tainted %v; disrupting %v; leaked %v; stuck %v)",
 				timeout, why, last, inv, last.tainted, last.disrupting, inv.leaked, inv.stuck)
 		}
