@@ -340,11 +340,11 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 
 // apiserverRequests reads apiserver_request_total summed by "VERB resource[/subresource]".
 func apiserverRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
-	return requestTotals(ctx, cs, func(label func(string) string) string {
-		if label("verb") == "" {
+	return env.ApiserverRequests(ctx, cs, func(labels map[string]string) string {
+		if labels["verb"] == "" {
 			return ""
 		}
-		return requestKey(label)
+		return requestKey(labels)
 	})
 }
 

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
 )
 
 // ScrapeMetrics reads and parses a Prometheus text endpoint (a manager's plain-HTTP metrics).
@@ -55,4 +57,31 @@ func PlainMetricsArgs() ([]string, string, error) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	return []string{"--metrics-bind-address=" + addr, "--metrics-secure=false"}, "http://" + addr + "/metrics", nil
+}
+
+// ApiserverRequests sums the apiserver's apiserver_request_total series by key(labels), skipping the
+// series whose key is "".
+func ApiserverRequests(ctx context.Context, cs kubernetes.Interface, key func(labels map[string]string) string) (map[string]float64, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading apiserver metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing apiserver metrics: %w", err)
+	}
+	out := map[string]float64{}
+	if f := families["apiserver_request_total"]; f != nil {
+		for _, m := range f.Metric {
+			labels := make(map[string]string, len(m.Label))
+			for _, l := range m.Label {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if k := key(labels); k != "" {
+				out[k] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return out, nil
 }

@@ -101,20 +101,9 @@ func apiserverRequests(ctx context.Context, s *stack) (map[string]float64, error
 	if err != nil {
 		return nil, err
 	}
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading apiserver metrics: %w", err)
-	}
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		labels := promLabels(line)
-		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		out[labels["verb"]+" "+labels["resource"]] += n
-	}
-	return out, nil
+	return env.ApiserverRequests(ctx, cs, func(labels map[string]string) string {
+		return labels["verb"] + " " + labels["resource"]
+	})
 }
 
 // reconcileP99 estimates each controller's reconcile-time p99 from the manager's histogram buckets.
