@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -84,4 +88,45 @@ func ApiserverRequests(ctx context.Context, cs kubernetes.Interface, key func(la
 		}
 	}
 	return out, nil
+}
+
+// HistogramP99 is, for each value of the label byLabel, the upper bound of the first bucket of the
+// named histogram holding at least 99 % of its samples (summed over the other labels); -1 when only
+// +Inf does. Series with no samples are left out.
+func HistogramP99(families map[string]*dto.MetricFamily, name, byLabel string) map[string]time.Duration {
+	buckets := map[string]map[float64]float64{}
+	totals := map[string]float64{}
+	if f := families[name]; f != nil {
+		for _, m := range f.Metric {
+			key := ""
+			for _, l := range m.Label {
+				if l.GetName() == byLabel {
+					key = l.GetValue()
+				}
+			}
+			if buckets[key] == nil {
+				buckets[key] = map[float64]float64{}
+			}
+			for _, b := range m.GetHistogram().Bucket {
+				if !math.IsInf(b.GetUpperBound(), 1) {
+					buckets[key][b.GetUpperBound()] += float64(b.GetCumulativeCount())
+				}
+			}
+			totals[key] += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	out := map[string]time.Duration{}
+	for key, total := range totals {
+		if total == 0 {
+			continue
+		}
+		out[key] = -1
+		for _, le := range slices.Sorted(maps.Keys(buckets[key])) {
+			if buckets[key][le] >= 0.99*total {
+				out[key] = time.Duration(le * float64(time.Second))
+				break
+			}
+		}
+	}
+	return out
 }

@@ -3,13 +3,8 @@ package reliability
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
-	"math"
-	"net/http"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +65,7 @@ func TestScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p99, err := reconcileP99(port)
+	p99, err := reconcileP99(ctx, port)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,62 +102,12 @@ func apiserverRequests(ctx context.Context, s *stack) (map[string]float64, error
 }
 
 // reconcileP99 estimates each controller's reconcile-time p99 from the manager's histogram buckets.
-func reconcileP99(port int) (map[string]time.Duration, error) {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+func reconcileP99(ctx context.Context, port int) (map[string]time.Duration, error) {
+	families, err := env.ScrapeMetrics(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	type bucket struct{ le, count float64 }
-	buckets := map[string][]bucket{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_time_seconds_bucket{") {
-			continue
-		}
-		labels := promLabels(line)
-		le, err := strconv.ParseFloat(labels["le"], 64)
-		if labels["le"] == "+Inf" {
-			le, err = math.Inf(1), nil
-		}
-		if err != nil {
-			continue
-		}
-		n, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		buckets[labels["controller"]] = append(buckets[labels["controller"]], bucket{le, n})
-	}
-	out := map[string]time.Duration{}
-	for c, bs := range buckets {
-		sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
-		total := bs[len(bs)-1].count
-		if total == 0 {
-			continue
-		}
-		for _, b := range bs {
-			if b.count >= 0.99*total {
-				if math.IsInf(b.le, 1) {
-					out[c] = -1
-				} else {
-					out[c] = time.Duration(b.le * float64(time.Second))
-				}
-				break
-			}
-		}
-	}
-	return out, nil
-}
-
-func promLabels(line string) map[string]string {
-	labels := map[string]string{}
-	for _, kv := range strings.Split(line[strings.Index(line, "{")+1:strings.LastIndex(line, "}")], ",") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			labels[k] = strings.Trim(v, `"`)
-		}
-	}
-	return labels
+	return env.HistogramP99(families, "controller_runtime_reconcile_time_seconds", "controller"), nil
 }
 
 // onlyCPU restricts the NodePool to instance types with that many cpus, to get many nodes.
