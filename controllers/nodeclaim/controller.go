@@ -9,21 +9,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
-	"github.com/joist-dev/joist/controllers/indexes"
 )
 
 // Options tune the lifecycle.
@@ -118,29 +115,13 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 	return nil
 }
 
-// Register sets the controller up with the manager.
+// Register sets the controller up with the manager. The queue is controller-runtime's priority
+// queue: claims waiting to register go ahead of launches (queue.go).
 func (c *Controller) Register(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
-		For(&v1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimForNode), builder.WithPredicates()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Watches(&v1.NodeClaim{}, claimEvents()).
+		Watches(&corev1.Node{}, c.nodeEvents()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles, UsePriorityQueue: ptr.To(true)}).
 		Complete(c)
-}
-
-// claimForNode maps a Node to the claim with its provider ID.
-func (c *Controller) claimForNode(ctx context.Context, o client.Object) []reconcile.Request {
-	node := o.(*corev1.Node)
-	if node.Spec.ProviderID == "" {
-		return nil
-	}
-	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(claims.Items))
-	for _, nc := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
-	}
-	return out
 }
