@@ -40,7 +40,10 @@ func DefaultOptions() Options {
 
 // Controller reconciles NodeClaims.
 type Controller struct {
-	kube        client.Client
+	kube client.Client
+	// live reads from the apiserver itself (the manager's APIReader, set by Register): the Node a
+	// launch just created, which the cache does not show yet.
+	live        client.Reader
 	cloud       cloudprovider.CloudProvider
 	unavailable *cloudprovider.UnavailableOfferings // may be nil: the provider keeps its own
 	recorder    events.EventRecorder
@@ -54,7 +57,7 @@ type Controller struct {
 // New returns the lifecycle controller. unavailable is the cache the provider reads offerings'
 // availability from; the launch path marks the offerings of an InsufficientCapacityError in it.
 func New(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts,
+	return &Controller{kube: kube, live: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts,
 		launched: cache.NewExpiring()}
 }
 
@@ -118,6 +121,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 // Register sets the controller up with the manager. The queue is controller-runtime's priority
 // queue: claims waiting to register go ahead of launches (queue.go).
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	c.live = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
 		Watches(&v1.NodeClaim{}, claimEvents()).
