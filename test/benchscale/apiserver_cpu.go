@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
 )
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's CPU times (100 on Linux).
@@ -46,4 +50,27 @@ func apiserverCPU() (float64, error) {
 		return (utime + stime) / clockTicks, nil
 	}
 	return 0, fmt.Errorf("no kube-apiserver child of process %d", self)
+}
+
+// apiserverProfileSeconds is how long the kube-apiserver's CPU profile under -profile lasts, from
+// the pods' creation on.
+const apiserverProfileSeconds = 30
+
+// profileAPIServer saves the kube-apiserver's CPU profile (its /debug/pprof, on by default) over
+// the next apiserverProfileSeconds into path, in the background; the returned channel closes when
+// it is written (or failed: the error is printed, the run goes on).
+func profileAPIServer(ctx context.Context, cs kubernetes.Interface, path string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b, err := cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(apiserverProfileSeconds)).Timeout((apiserverProfileSeconds + 30) * time.Second).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(path, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "apiserver CPU profile: %v\n", err)
+		}
+	}()
+	return done
 }

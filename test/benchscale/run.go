@@ -186,6 +186,9 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	}
 	cpu := resource.NewMilliQuantity(int64(allocCPU/perNode), resource.DecimalSI)
 	apiCPUBefore, apiCPUErr := apiserverCPU()
+	if prof != nil {
+		defer func(done <-chan struct{}) { <-done }(profileAPIServer(runCtx, cs, filepath.Join(prof.dir, "apiserver-cpu.pb.gz")))
+	}
 	start := time.Now()
 	if err := parallel(sz.pods, func(i int) error { return createPod(runCtx, kube, i, *cpu) }); err != nil {
 		return res, fmt.Errorf("creating pods: %w", err)
