@@ -16,6 +16,8 @@ type CloudProvider interface {
 	// Create launches an instance for the claim and returns the claim as launched: status.providerID,
 	// capacity and allocatable set; labels for instance type, zone and capacity type added.
 	// Create is idempotent: an instance already launched for this claim is returned, not launched again.
+	// A provider that creates the Node object itself (KWOK) may set status.nodeName to it: the
+	// lifecycle then registers the Node in the same reconcile instead of waiting for its cache.
 	Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error)
 	// Delete terminates the claim's instance. It returns a NodeClaimNotFoundError once it is gone.
 	Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error

@@ -110,7 +110,11 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.Nod
 		if err != nil {
 			return nil, err
 		}
-		return claimFromNode(nc, launched), nil
+		out := claimFromNode(nc, launched)
+		if launched.UID != "" { // created now, not booting: name it, the lifecycle registers it at once
+			out.Status.NodeName = launched.Name
+		}
+		return out, nil
 	}
 	return nil, &cloudprovider.InsufficientCapacityError{
 		Err:       fmt.Errorf("no available offering satisfies the requirements of %s", nc.Name),

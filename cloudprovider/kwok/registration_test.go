@@ -125,6 +125,9 @@ func TestDeleteBootingInstance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if launched.Status.NodeName != "" {
+		t.Errorf("a booting instance's launch names Node %q, which does not exist yet", launched.Status.NodeName)
+	}
 	if err := cloud.Delete(ctx, launched); err != nil {
 		t.Fatalf("terminating a booting instance: %v", err)
 	}
@@ -137,5 +140,24 @@ func TestDeleteBootingInstance(t *testing.T) {
 	}
 	if err := cloud.Delete(ctx, launched); !cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Fatalf("second delete: %v, want not found", err)
+	}
+}
+
+// Without a registration delay the launch creates the Node and names it, so the lifecycle can
+// register it at once rather than wait for its cache to show it.
+func TestLaunchNamesTheNodeItCreated(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	if err := e.Client.Create(ctx, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "slow"},
+		Spec: kwokv1alpha1.KWOKNodeClassSpec{ImageID: "img"}}); err != nil {
+		t.Fatal(err)
+	}
+	launched, err := newCloud(e.Client).Create(ctx, claim("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: launched.Status.NodeName}, node); err != nil || node.Spec.ProviderID != launched.Status.ProviderID {
+		t.Fatalf("launch named Node %q (err %v, provider ID %q), want the Node with provider ID %s", launched.Status.NodeName, err, node.Spec.ProviderID, launched.Status.ProviderID)
 	}
 }

@@ -9,21 +9,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
-	"github.com/joist-dev/joist/controllers/indexes"
 )
 
 // Options tune the lifecycle.
@@ -43,7 +40,10 @@ func DefaultOptions() Options {
 
 // Controller reconciles NodeClaims.
 type Controller struct {
-	kube        client.Client
+	kube client.Client
+	// live reads from the apiserver itself (the manager's APIReader, set by Register): the Node a
+	// launch just created, which the cache does not show yet.
+	live        client.Reader
 	cloud       cloudprovider.CloudProvider
 	unavailable *cloudprovider.UnavailableOfferings // may be nil: the provider keeps its own
 	recorder    events.EventRecorder
@@ -57,7 +57,7 @@ type Controller struct {
 // New returns the lifecycle controller. unavailable is the cache the provider reads offerings'
 // availability from; the launch path marks the offerings of an InsufficientCapacityError in it.
 func New(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *cloudprovider.UnavailableOfferings, recorder events.EventRecorder, clk clock.PassiveClock, opts Options) *Controller {
-	return &Controller{kube: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts,
+	return &Controller{kube: kube, live: kube, cloud: cloud, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts,
 		launched: cache.NewExpiring()}
 }
 
@@ -118,29 +118,14 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 	return nil
 }
 
-// Register sets the controller up with the manager.
+// Register sets the controller up with the manager. The queue is controller-runtime's priority
+// queue: claims waiting to register go ahead of launches (queue.go).
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	c.live = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
-		For(&v1.NodeClaim{}).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimForNode), builder.WithPredicates()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles}).
+		Watches(&v1.NodeClaim{}, claimEvents()).
+		Watches(&corev1.Node{}, c.nodeEvents()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.opts.MaxConcurrentReconciles, UsePriorityQueue: ptr.To(true)}).
 		Complete(c)
-}
-
-// claimForNode maps a Node to the claim with its provider ID.
-func (c *Controller) claimForNode(ctx context.Context, o client.Object) []reconcile.Request {
-	node := o.(*corev1.Node)
-	if node.Spec.ProviderID == "" {
-		return nil
-	}
-	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(claims.Items))
-	for _, nc := range claims.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
-	}
-	return out
 }

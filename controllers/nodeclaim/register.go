@@ -32,6 +32,11 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		return reconcile.Result{}, nil
 	}
 	node, err := c.nodeFor(ctx, nc)
+	launchedNow := false
+	if err == nil && node == nil {
+		node, err = c.launchedNode(ctx, nc)
+		launchedNow = node != nil
+	}
 	if err != nil || node == nil {
 		if node == nil && err == nil {
 			nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionUnknown, "NodeNotFound", "waiting for the node to register")
@@ -68,7 +73,35 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	nc.Status.NodeName = node.Name
 	nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	if reason := NotInitializedReason(nc, node); launchedNow && reason != "" {
+		// What initialize, next, would write: it reads the cache, which does not show the Node yet.
+		nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionUnknown, "NotInitialized", reason)
+	}
 	return reconcile.Result{}, nil
+}
+
+// launchedNode returns the Node the provider reported creating when it launched the claim in this
+// process (status.nodeName of the launch result remembered for launchMemory; KWOK creates its Nodes
+// itself), read from the apiserver, or nil. Right after the launch the cache does not show that
+// Node yet: waiting for it cost every claim a second reconcile on the lifecycle's queue and one
+// more status write (Registered=Unknown, then True).
+func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	prev, ok := c.launched.Get(nc.UID)
+	if !ok {
+		return nil, nil
+	}
+	name := prev.(*v1.NodeClaim).Status.NodeName
+	if name == "" {
+		return nil, nil
+	}
+	node := &corev1.Node{}
+	if err := c.live.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if node.Spec.ProviderID != nc.Status.ProviderID {
+		return nil, nil
+	}
+	return node, nil
 }
 
 func hasTaint(node *corev1.Node, key string) bool {

@@ -172,3 +172,66 @@ func TestRegisterDoesNotLoseToTheNodesStatusUpdates(t *testing.T) {
 		t.Errorf("the node's status update was lost: conditions %v", gotNode.Status.Conditions)
 	}
 }
+
+// nodeCreatingCloud launches as KWOK does: it creates the Node itself and names it in the result.
+type nodeCreatingCloud struct {
+	cloudprovider.CloudProvider
+	kube client.Client
+}
+
+func (c nodeCreatingCloud) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Labels: map[string]string{v1.LabelInstanceType: "m5.large"}},
+		Spec: corev1.NodeSpec{ProviderID: "kwok://" + nc.Name, Taints: []corev1.Taint{v1.UnregisteredNoExecuteTaint}}}
+	if err := c.kube.Create(ctx, node); err != nil {
+		return nil, err
+	}
+	out := nc.DeepCopy()
+	out.Labels = map[string]string{v1.LabelInstanceType: "m5.large"}
+	out.Status.ProviderID, out.Status.NodeName = node.Spec.ProviderID, node.Name
+	return out, nil
+}
+
+// unseenNodes is a cache that has not shown any Node yet.
+type unseenNodes struct{ client.Client }
+
+func (u unseenNodes) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.NodeList); ok {
+		return nil
+	}
+	return u.Client.List(ctx, list, opts...)
+}
+
+// A claim whose provider created and named its Node at launch is registered in the launch's own
+// reconcile (the Node read from the apiserver, as the cache does not show it yet): one status write
+// carries Launched, Registered and Initialized=Unknown, instead of a second reconcile on the
+// lifecycle's queue and a second status write once the cache shows the Node.
+func TestLaunchRegistersTheNodeTheProviderCreated(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-xyz", UID: "uid-xyz",
+		Labels: map[string]string{v1.NodePoolLabelKey: "default"}, CreationTimestamp: metav1.NewTime(now)}}
+	kube := newClient(nc)
+	c := nodeclaim.New(unseenNodes{kube}, nodeCreatingCloud{kube: kube}, nil, events.NewFakeRecorder(10), clocktesting.NewFakeClock(now), nodeclaim.DefaultOptions())
+	c.SetLive(kube)
+	if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.IsTrue(v1.ConditionTypeLaunched) || !got.IsTrue(v1.ConditionTypeRegistered) || got.Status.NodeName != nc.Name {
+		t.Fatalf("after the launch's reconcile: launched %v, registered %v (%v), node %q; want registered on %s",
+			got.IsTrue(v1.ConditionTypeLaunched), got.IsTrue(v1.ConditionTypeRegistered), got.GetCondition(v1.ConditionTypeRegistered), got.Status.NodeName, nc.Name)
+	}
+	if cond := got.GetCondition(v1.ConditionTypeInitialized); cond == nil || cond.Status != metav1.ConditionUnknown {
+		t.Errorf("Initialized = %v, want Unknown (waiting for Ready and the release) in the same write", cond)
+	}
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: nc.Name}, node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels[v1.NodeRegisteredLabelKey] != "true" || node.Labels[v1.NodePoolLabelKey] != "default" || !slices.Contains(node.Finalizers, v1.TerminationFinalizer) {
+		t.Errorf("node labels %v, finalizers %v: want the claim's labels, registered=true and the termination finalizer", node.Labels, node.Finalizers)
+	}
+}

@@ -185,6 +185,10 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 		return res, err
 	}
 	cpu := resource.NewMilliQuantity(int64(allocCPU/perNode), resource.DecimalSI)
+	apiCPUBefore, apiCPUErr := apiserverCPU()
+	if prof != nil {
+		defer func(done <-chan struct{}) { <-done }(profileAPIServer(runCtx, cs, filepath.Join(prof.dir, "apiserver-cpu.pb.gz")))
+	}
 	start := time.Now()
 	if err := parallel(sz.pods, func(i int) error { return createPod(runCtx, kube, i, *cpu) }); err != nil {
 		return res, fmt.Errorf("creating pods: %w", err)
@@ -201,6 +205,9 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	}
 	res.bound = time.Since(start)
 	res.timeline = stand.timeline.summary(start, created)
+	if apiCPUBound, err := apiserverCPU(); err == nil && apiCPUErr == nil {
+		res.timeline += fmt.Sprintf("; apiserver CPU %.1f s in the %.1f s to all bound", apiCPUBound-apiCPUBefore, res.bound.Seconds())
+	}
 	if writesBound, err := writeRequests(runCtx, cs); err == nil {
 		res.timeline += "; " + writesSince(writesBefore, writesBound)
 	}
