@@ -36,6 +36,23 @@ func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv,
 	for _, j := range basis {
 		isBasic[j] = true
 	}
+	// The pricing loop below scans every column at every pivot; it reads them from one flat
+	// copy (costs, and the entries of column j at start[j]:start[j+1]) rather than through each
+	// column's two slice headers.
+	nnz := 0
+	for j := range cols {
+		nnz += len(cols[j].rows)
+	}
+	cost := make([]float64, len(cols))
+	start := make([]int32, len(cols)+1)
+	ents := make([]entry, 0, nnz)
+	for j := range cols {
+		cost[j] = cols[j].cost
+		for t, r := range cols[j].rows {
+			ents = append(ents, entry{r, cols[j].vals[t]})
+		}
+		start[j+1] = int32(len(ents))
+	}
 	pi = make([]float64, m)
 	alpha := make([]float64, m)
 	degenerate := 0
@@ -47,14 +64,13 @@ func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv,
 		}
 		bland := degenerate > 50
 		enter, best := -1, -eps
-		for j := range cols {
-			if isBasic[j] {
+		for j, basic := range isBasic {
+			if basic {
 				continue
 			}
-			col := &cols[j]
-			d := col.cost
-			for t, r := range col.rows {
-				d -= pi[r] * col.vals[t]
+			d := cost[j]
+			for _, e := range ents[start[j]:start[j+1]] {
+				d -= pi[e.row] * e.val
 			}
 			if d < best*(1+1e-12) || (bland && d < -eps) {
 				enter, best = j, d
@@ -131,6 +147,12 @@ func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv,
 		basis[leave] = enter
 	}
 	return pi, primal(xb, basis, len(cols)), false, maxIter
+}
+
+// entry is one nonzero of a column: its row and value.
+type entry struct {
+	row int32
+	val float64
 }
 
 func primal(xb []float64, basis []int, n int) []float64 {
