@@ -117,6 +117,7 @@ type patternLP struct {
 		// warmStart's basis matrix, its inverse, B⁻¹ and B⁻¹b
 		basisMat, basisInv mat.Dense
 		binv, xb           []float64
+		spx                simplexScratch
 		// crashStart's buffers: pattern → column, the reduced candidate columns, pivot rows;
 		// nameBasis's row → item
 		patCol         []int32
@@ -547,7 +548,7 @@ func (lp *patternLP) solve() (pi, x []float64) {
 		}
 		binv, xb = cold()
 	}
-	rpi, xs, _, iters := revisedSimplexFrom(m, b, cols, basis, binv, xb, maxIter)
+	rpi, xs, _, iters := revisedSimplexWith(&sb.spx, m, b, cols, basis, binv, xb, maxIter)
 	lp.work += float64(iters) * float64(m*m+len(cols))
 	lp.pivots += iters
 	if repair {
@@ -555,7 +556,7 @@ func (lp *patternLP) solve() (pi, x []float64) {
 		if xs[len(cols)] > 1e-9 { // the repair column stayed in: start again from the artificials
 			basis = make([]int, m)
 			binv, xb = cold()
-			rpi, xs, _, iters = revisedSimplexFrom(m, b, cols, basis, binv, xb, maxIter)
+			rpi, xs, _, iters = revisedSimplexWith(&sb.spx, m, b, cols, basis, binv, xb, maxIter)
 			lp.work += float64(iters) * float64(m*m+len(cols))
 			lp.pivots += iters
 			lp.crashStarts--

@@ -1,6 +1,9 @@
 package solver
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // sparseCol is one column of a linear program in equality form: its cost and its nonzero rows.
 type sparseCol struct {
@@ -31,8 +34,29 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 // primal values xb = B⁻¹b ≥ 0 the caller supplies (a warm start); basis is updated in place.
 // iters is the number of pivots made.
 func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv, xb []float64, maxIter int) (pi, x []float64, optimal bool, iters int) {
+	return revisedSimplexWith(nil, m, b, cols, basis, binv, xb, maxIter)
+}
+
+// simplexScratch holds revisedSimplexWith's working arrays for reuse across solves (the pattern
+// LP's dive re-solves dozens of times).
+type simplexScratch struct {
+	isBasic []bool
+	cost    []float64
+	start   []int32
+	ents    []entry
+	alpha   []float64
+	nz      []int
+}
+
+// revisedSimplexWith is revisedSimplexFrom with its working arrays in sc (nil: allocated).
+func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol, basis []int, binv, xb []float64, maxIter int) (pi, x []float64, optimal bool, iters int) {
 	const eps = 1e-9
-	isBasic := make([]bool, len(cols))
+	if sc == nil {
+		sc = &simplexScratch{}
+	}
+	n := len(cols)
+	isBasic := slices.Grow(sc.isBasic[:0], n)[:n]
+	clear(isBasic)
 	for _, j := range basis {
 		isBasic[j] = true
 	}
@@ -43,9 +67,10 @@ func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv,
 	for j := range cols {
 		nnz += len(cols[j].rows)
 	}
-	cost := make([]float64, len(cols))
-	start := make([]int32, len(cols)+1)
-	ents := make([]entry, 0, nnz)
+	cost := slices.Grow(sc.cost[:0], n)[:n]
+	start := slices.Grow(sc.start[:0], n+1)[:n+1]
+	ents := slices.Grow(sc.ents[:0], nnz)
+	start[0] = 0
 	for j := range cols {
 		cost[j] = cols[j].cost
 		for t, r := range cols[j].rows {
@@ -53,11 +78,14 @@ func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv,
 		}
 		start[j+1] = int32(len(ents))
 	}
+	alpha := slices.Grow(sc.alpha[:0], m)[:m]
+	nz := slices.Grow(sc.nz[:0], m)
+	defer func() {
+		sc.isBasic, sc.cost, sc.start, sc.ents, sc.alpha, sc.nz = isBasic, cost, start, ents, alpha, nz
+	}()
 	pi = make([]float64, m)
-	alpha := make([]float64, m)
 	degenerate := 0
 	recomputeDuals(pi, binv, basis, cols, m)
-	nz := make([]int, 0, m)
 	for iter := 0; iter < maxIter; iter++ {
 		if iter%64 == 63 {
 			recomputeDuals(pi, binv, basis, cols, m)
