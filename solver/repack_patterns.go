@@ -97,6 +97,15 @@ type patternLP struct {
 	// for the same need (only columns added) starts from it.
 	basis     []int
 	basisNeed []int
+	// basisCols names the last solve's basic columns independently of that solve's layout, so
+	// a re-solve for a smaller need (the dive) can start from them (crashStart).
+	basisCols []basisCol
+	// pivots, warmStarts, crashStarts: simplex pivots over all solves, and the solves that
+	// started from the previous basis as it was (warmStart) and remapped to a new need
+	// (crashStart); the rest started from the artificial basis.
+	pivots, warmStarts, crashStarts int
+	// coldDive: never crashStart (tests compare the re-solves with and without it)
+	coldDive bool
 	// sbuf: solve's buffers, reused across solves (nothing outside solve keeps them)
 	sbuf struct {
 		cols   []sparseCol
@@ -108,6 +117,13 @@ type patternLP struct {
 		// warmStart's basis matrix, its inverse, B⁻¹ and B⁻¹b
 		basisMat, basisInv mat.Dense
 		binv, xb           []float64
+		spx                simplexScratch
+		// crashStart's buffers: pattern → column, the reduced candidate columns, pivot rows;
+		// nameBasis's row → item
+		patCol         []int32
+		red            []float64
+		cand           []int
+		pivRow, itemOf []int
 	}
 	// lagY[k*len(rows):]: kind k's resource prices of its last knapsackBound (lagSet[k] once
 	// set), the next round's start
@@ -133,52 +149,6 @@ type patternLP struct {
 		used                            resVec
 		best                            [][2]int // the best fill so far: item, pods
 	}
-}
-
-// warmStart returns B⁻¹ and B⁻¹b for the last solve's basis when the need is unchanged (so its
-// columns keep their places) and the basis is still invertible and feasible; nil otherwise.
-func (lp *patternLP) warmStart(b []float64, cols []sparseCol) (binv, xb []float64) {
-	m := len(b)
-	if len(lp.basis) != m || len(lp.basisNeed) != len(lp.need) {
-		return nil, nil
-	}
-	for i, n := range lp.need {
-		if lp.basisNeed[i] != n {
-			return nil, nil
-		}
-	}
-	B, inv := &lp.sbuf.basisMat, &lp.sbuf.basisInv
-	B.Reset()
-	B.ReuseAs(m, m)
-	inv.Reset()
-	for k, j := range lp.basis {
-		if j >= len(cols) {
-			return nil, nil
-		}
-		for t, r := range cols[j].rows {
-			B.Set(int(r), k, cols[j].vals[t])
-		}
-	}
-	if err := inv.Inverse(B); err != nil {
-		return nil, nil
-	}
-	binv = slices.Grow(lp.sbuf.binv[:0], m*m)[:m*m]
-	xb = slices.Grow(lp.sbuf.xb[:0], m)[:m]
-	lp.sbuf.binv, lp.sbuf.xb = binv, xb
-	clear(xb)
-	for i := 0; i < m; i++ {
-		for r := 0; r < m; r++ {
-			v := inv.At(i, r)
-			binv[i*m+r] = v
-			xb[i] += v * b[r]
-		}
-		if xb[i] < -1e-7 {
-			return nil, nil
-		}
-		xb[i] = math.Max(xb[i], 0)
-	}
-	lp.work += float64(m * m * m)
-	return binv, xb
 }
 
 // patternPack opens nodes for repack's items following the rounded pattern LP.
@@ -515,7 +485,7 @@ func (lp *patternLP) solve() (pi, x []float64) {
 	// The columns and their entries live in buffers kept across solves (a column's part of the
 	// shared entry arrays capped): the dive re-solves dozens of times, and allocating them afresh
 	// each time was a third of the pattern LP's allocations.
-	cols := slices.Grow(sb.cols[:0], 2*m+len(lp.pats))
+	cols := slices.Grow(sb.cols[:0], 2*m+len(lp.pats)+1)
 	basis := make([]int, m)
 	nnz := 2 * m
 	for _, pt := range lp.pats {
@@ -548,11 +518,10 @@ func (lp *patternLP) solve() (pi, x []float64) {
 		}
 	}
 	maxIter := 20*m + 200
-	var rpi, xs []float64
-	binv, xb := lp.warmStart(b, cols)
-	if binv != nil {
-		basis = lp.basis
-	} else {
+	cold := func() (binv, xb []float64) {
+		for r := range basis {
+			basis[r] = 2 * r
+		}
 		binv = slices.Grow(lp.sbuf.binv[:0], m*m)[:m*m]
 		xb = append(lp.sbuf.xb[:0], b...)
 		lp.sbuf.binv, lp.sbuf.xb = binv, xb
@@ -560,10 +529,44 @@ func (lp *patternLP) solve() (pi, x []float64) {
 		for i := 0; i < m; i++ {
 			binv[i*m+i] = 1
 		}
+		return binv, xb
 	}
-	rpi, xs, _, iters := revisedSimplexFrom(m, b, cols, basis, binv, xb, maxIter)
+	binv, xb := lp.warmStart(b, cols)
+	repair := false // cols' last column is crashStart's repair column
+	switch {
+	case binv != nil:
+		basis = lp.basis
+		lp.warmStarts++
+	default:
+		if cb, cbinv, cxb, fix := lp.crashStart(b, cols, rowOf, colPat); cb != nil {
+			basis, binv, xb = cb, cbinv, cxb
+			if fix != nil {
+				cols, repair = append(cols, *fix), true
+			}
+			lp.crashStarts++
+			break
+		}
+		binv, xb = cold()
+	}
+	rpi, xs, _, iters := revisedSimplexWith(&sb.spx, m, b, cols, basis, binv, xb, maxIter)
 	lp.work += float64(iters) * float64(m*m+len(cols))
+	lp.pivots += iters
+	if repair {
+		cols = cols[:len(cols)-1]
+		if xs[len(cols)] > 1e-9 { // the repair column stayed in: start again from the artificials
+			basis = make([]int, m)
+			binv, xb = cold()
+			rpi, xs, _, iters = revisedSimplexWith(&sb.spx, m, b, cols, basis, binv, xb, maxIter)
+			lp.work += float64(iters) * float64(m*m+len(cols))
+			lp.pivots += iters
+			lp.crashStarts--
+		}
+	}
 	lp.basis, lp.basisNeed = basis, append(lp.basisNeed[:0], lp.need...)
+	if slices.ContainsFunc(basis, func(j int) bool { return j >= len(cols) }) {
+		lp.basisNeed = lp.basisNeed[:0] // the repair column, at 0, is still basic: no warm start from it
+	}
+	lp.nameBasis(basis, rowOf, colPat)
 	for gi, r := range rowOf {
 		if r >= 0 {
 			pi[gi] = rpi[r]

@@ -374,16 +374,9 @@ func (lp *patternLP) rayMin(w, y []float64, alloc resVec, pi []float64, cands []
 // kinkMin minimises room·t + Σ need·max(0, a − q·t) over t ≥ 0, the part of L along a line or
 // ray that its kinks carry: the slope is room − the need·q of the kinks above t, so the minimum
 // is at the kink where that first reaches the room (a fractional knapsack: kinks by worth per
-// unit, the one that fills the room split). kinks is sorted in place, highest t first.
+// unit, the one that fills the room split). kinks is reordered in place (kinkAt).
 func kinkMin(kinks []kink, room float64) (t, v float64) {
-	slices.SortFunc(kinks, func(x, z kink) int { return cmp.Compare(z.at, x.at) })
-	used := 0.0
-	for _, kk := range kinks {
-		if used += kk.need * kk.q; used >= room {
-			t = kk.at
-			break
-		}
-	}
+	t = kinkAt(kinks, room)
 	v = room * t
 	for _, kk := range kinks {
 		if d := kk.a - kk.q*t; d > 0 {
@@ -391,6 +384,61 @@ func kinkMin(kinks []kink, room float64) (t, v float64) {
 		}
 	}
 	return t, v
+}
+
+// kinkAt is the highest break-even point at which the kinks at or above it take the room
+// (Σ need·q ≥ room), 0 when all of them do not: the kink a sort by at, highest first, reaches
+// the room at, found by selection instead (three-way partitions around a median of three, then
+// only the side that holds it), since this runs for every kind at every pricing round.
+func kinkAt(kinks []kink, room float64) float64 {
+	for len(kinks) > 0 {
+		n := len(kinks)
+		a, b, c := kinks[0].at, kinks[n/2].at, kinks[n-1].at
+		p := max(min(a, b), min(max(a, b), c))
+		// [0, hi): at > p; [hi, eq): at == p; [j, n): at < p (or not comparable).
+		hi, eq := 0, 0
+		wHi, wEq := 0.0, 0.0
+		for j := n; eq < j; {
+			switch kk := kinks[eq]; {
+			case kk.at > p:
+				wHi += kk.need * kk.q
+				kinks[eq], kinks[hi] = kinks[hi], kinks[eq]
+				hi++
+				eq++
+			case kk.at == p:
+				wEq += kk.need * kk.q
+				eq++
+			default:
+				j--
+				kinks[eq], kinks[j] = kinks[j], kinks[eq]
+			}
+		}
+		if eq == 0 { // p is NaN: no progress by partitions
+			return sortedKinkAt(kinks, room)
+		}
+		switch {
+		case hi > 0 && wHi >= room:
+			kinks = kinks[:hi]
+		case wHi+wEq >= room:
+			return p
+		default:
+			room -= wHi + wEq
+			kinks = kinks[eq:]
+		}
+	}
+	return 0
+}
+
+// sortedKinkAt is kinkAt by sorting, highest at first.
+func sortedKinkAt(kinks []kink, room float64) float64 {
+	slices.SortFunc(kinks, func(x, z kink) int { return cmp.Compare(z.at, x.at) })
+	used := 0.0
+	for _, kk := range kinks {
+		if used += kk.need * kk.q; used >= room {
+			return kk.at
+		}
+	}
+	return 0
 }
 
 // kink is one item's break-even point on a line of knapsackBound's L: worth a (net of the other

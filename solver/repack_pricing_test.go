@@ -2,8 +2,8 @@ package solver
 
 import (
 	"math"
-
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -141,5 +141,28 @@ func TestKnapsackBoundPrunesComplementaryShapes(t *testing.T) {
 	}
 	if best := c.bestFill(); best > 6 {
 		t.Errorf("best fill %.1f, want at most 6", best)
+	}
+}
+
+// kinkAt selects the kink a sort reaches the room at, without sorting: equal to sortedKinkAt on
+// random kinks with ties (integer weights, so both sums are exact), with room inside, at the
+// boundary of and beyond the total.
+func TestKinkAtMatchesTheSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := range 2000 {
+		n := rng.IntN(40)
+		kinks := make([]kink, n)
+		total := 0.0
+		for i := range kinks {
+			kinks[i] = kink{at: float64(rng.IntN(12)) / 4, a: 1, q: float64(1 + rng.IntN(5)), need: float64(1 + rng.IntN(6))}
+			total += kinks[i].need * kinks[i].q
+		}
+		rooms := []float64{0, float64(rng.IntN(int(total) + 2)), total, total + 1, total / 2}
+		for _, room := range rooms {
+			want := sortedKinkAt(slices.Clone(kinks), room)
+			if got := kinkAt(slices.Clone(kinks), room); got != want {
+				t.Fatalf("trial %d, room %v over %v: kinkAt %v, the sort %v", trial, room, kinks, got, want)
+			}
+		}
 	}
 }

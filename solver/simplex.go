@@ -1,6 +1,9 @@
 package solver
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // sparseCol is one column of a linear program in equality form: its cost and its nonzero rows.
 type sparseCol struct {
@@ -31,30 +34,71 @@ func revisedSimplex(m int, b []float64, cols []sparseCol, basis []int, maxIter i
 // primal values xb = B⁻¹b ≥ 0 the caller supplies (a warm start); basis is updated in place.
 // iters is the number of pivots made.
 func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv, xb []float64, maxIter int) (pi, x []float64, optimal bool, iters int) {
+	return revisedSimplexWith(nil, m, b, cols, basis, binv, xb, maxIter)
+}
+
+// simplexScratch holds revisedSimplexWith's working arrays for reuse across solves (the pattern
+// LP's dive re-solves dozens of times).
+type simplexScratch struct {
+	isBasic []bool
+	cost    []float64
+	start   []int32
+	ents    []entry
+	alpha   []float64
+	nz      []int
+}
+
+// revisedSimplexWith is revisedSimplexFrom with its working arrays in sc (nil: allocated).
+func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol, basis []int, binv, xb []float64, maxIter int) (pi, x []float64, optimal bool, iters int) {
 	const eps = 1e-9
-	isBasic := make([]bool, len(cols))
+	if sc == nil {
+		sc = &simplexScratch{}
+	}
+	n := len(cols)
+	isBasic := slices.Grow(sc.isBasic[:0], n)[:n]
+	clear(isBasic)
 	for _, j := range basis {
 		isBasic[j] = true
 	}
+	// The pricing loop below scans every column at every pivot; it reads them from one flat
+	// copy (costs, and the entries of column j at start[j]:start[j+1]) rather than through each
+	// column's two slice headers.
+	nnz := 0
+	for j := range cols {
+		nnz += len(cols[j].rows)
+	}
+	cost := slices.Grow(sc.cost[:0], n)[:n]
+	start := slices.Grow(sc.start[:0], n+1)[:n+1]
+	ents := slices.Grow(sc.ents[:0], nnz)
+	start[0] = 0
+	for j := range cols {
+		cost[j] = cols[j].cost
+		for t, r := range cols[j].rows {
+			ents = append(ents, entry{r, cols[j].vals[t]})
+		}
+		start[j+1] = int32(len(ents))
+	}
+	alpha := slices.Grow(sc.alpha[:0], m)[:m]
+	nz := slices.Grow(sc.nz[:0], m)
+	defer func() {
+		sc.isBasic, sc.cost, sc.start, sc.ents, sc.alpha, sc.nz = isBasic, cost, start, ents, alpha, nz
+	}()
 	pi = make([]float64, m)
-	alpha := make([]float64, m)
 	degenerate := 0
 	recomputeDuals(pi, binv, basis, cols, m)
-	nz := make([]int, 0, m)
 	for iter := 0; iter < maxIter; iter++ {
 		if iter%64 == 63 {
 			recomputeDuals(pi, binv, basis, cols, m)
 		}
 		bland := degenerate > 50
 		enter, best := -1, -eps
-		for j := range cols {
-			if isBasic[j] {
+		for j, basic := range isBasic {
+			if basic {
 				continue
 			}
-			col := &cols[j]
-			d := col.cost
-			for t, r := range col.rows {
-				d -= pi[r] * col.vals[t]
+			d := cost[j]
+			for _, e := range ents[start[j]:start[j+1]] {
+				d -= pi[e.row] * e.val
 			}
 			if d < best*(1+1e-12) || (bland && d < -eps) {
 				enter, best = j, d
@@ -131,6 +175,12 @@ func revisedSimplexFrom(m int, b []float64, cols []sparseCol, basis []int, binv,
 		basis[leave] = enter
 	}
 	return pi, primal(xb, basis, len(cols)), false, maxIter
+}
+
+// entry is one nonzero of a column: its row and value.
+type entry struct {
+	row int32
+	val float64
 }
 
 func primal(xb []float64, basis []int, n int) []float64 {
