@@ -26,10 +26,13 @@ import (
 	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 )
 
+// stateLabels are karpenter_pods_state's label names, in the order labels returns their values.
+var stateLabels = []string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}
+
 var stateDesc = prometheus.NewDesc("karpenter_pods_state",
 	"Pod state is the current state of pods, labeled by pod name, namespace, owner, node, whether the pod is scheduled, "+
 		"nodepool, zone, architecture, capacity type, instance type, phase, readiness, and whether the node is Joist-managed.",
-	[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}, nil)
+	stateLabels, nil)
 
 // Per-node sums over the pods bound to the node and not finished, labelled as karpenter_nodes_allocatable.
 var (
@@ -90,7 +93,7 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 	}
 	sums := map[string]*nodeSums{}
 	for _, pod := range pods {
-		ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, 1, labels(pod, byName)...)
+		ch <- &podState{values: labels(pod, byName)}
 		if byName[pod.Spec.NodeName] == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -79,4 +80,52 @@ func containsPointer(pods []*corev1.Pod, p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// A scrape builds each pod's karpenter_pods_state sample in a few allocations: the registry holds
+// every sample of a scrape at once (MustNewConstMetric's were ~3.6 KB a pod: 180 MB a scrape at
+// 50,000 pods).
+func TestScrapeAllocatesLittlePerPod(t *testing.T) {
+	const n = 5000
+	inf := &storeInformers{
+		pods:  toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}),
+		nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
+	}
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%05d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%03d", i%100)}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		if err := inf.pods.GetStore().Add(pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i), Labels: map[string]string{"karpenter.sh/nodepool": "general"}}}
+		if err := inf.nodes.GetStore().Add(node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry() // as controller-runtime's
+	reg.MustRegister(&Collector{informers: inf})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	families, err := reg.Gather()
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := 0
+	for _, f := range families {
+		if f.GetName() == "karpenter_pods_state" {
+			samples = len(f.GetMetric())
+		}
+	}
+	if samples != n {
+		t.Fatalf("%d karpenter_pods_state samples, want %d", samples, n)
+	}
+	perPod := float64(after.TotalAlloc-before.TotalAlloc) / n
+	t.Logf("%.0f bytes allocated per pod per scrape", perPod)
+	if perPod > 2000 {
+		t.Errorf("a scrape allocated %.0f bytes per pod; want at most 2,000", perPod)
+	}
 }
