@@ -29,26 +29,39 @@ func (s *storeInformers) GetInformer(_ context.Context, obj client.Object, _ ...
 	return s.nodes, nil
 }
 
-// With the informers, a scrape reads the stores' own pods and nodes: no list copy of every pod
-// (~1 KB a pod, what a cached List allocates even without deep copies).
-func TestScrapeReadsTheStores(t *testing.T) {
-	const n = 2000
+// storesWith are informers whose stores hold the pods and nodes.
+func storesWith(t *testing.T, pods []*corev1.Pod, nodes []*corev1.Node) *storeInformers {
+	t.Helper()
 	inf := &storeInformers{
 		pods:  toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}),
 		nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
 	}
-	var objs []client.Object
-	for i := range n {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}}
-		if err := inf.pods.GetStore().Add(pod); err != nil {
+	for _, p := range pods {
+		if err := inf.pods.GetStore().Add(p); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, n := range nodes {
+		if err := inf.nodes.GetStore().Add(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return inf
+}
+
+// With the informers, a scrape reads the stores' own pods and nodes: no list copy of every pod
+// (~1 KB a pod, what a cached List allocates even without deep copies).
+func TestScrapeReadsTheStores(t *testing.T) {
+	const n = 2000
+	var objs []client.Object
+	var pods []*corev1.Pod
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+		pods = append(pods, pod)
 		objs = append(objs, pod)
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
-	if err := inf.nodes.GetStore().Add(node); err != nil {
-		t.Fatal(err)
-	}
+	inf := storesWith(t, pods, []*corev1.Node{node})
 	// kube holds the same objects: a collector that lists them instead reads as many.
 	c := &Collector{kube: fake.NewClientBuilder().WithObjects(append(objs, node)...).Build(), informers: inf}
 	ctx := context.Background()
@@ -87,23 +100,16 @@ func containsPointer(pods []*corev1.Pod, p *corev1.Pod) bool {
 // 50,000 pods).
 func TestScrapeAllocatesLittlePerPod(t *testing.T) {
 	const n = 5000
-	inf := &storeInformers{
-		pods:  toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{}),
-		nodes: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
-	}
+	var pods []*corev1.Pod
+	var nodes []*corev1.Node
 	for i := range n {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%05d", i), Namespace: "default"},
-			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%03d", i%100)}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
-		if err := inf.pods.GetStore().Add(pod); err != nil {
-			t.Fatal(err)
-		}
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%05d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node-%03d", i%100)}, Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 	}
 	for i := range 100 {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i), Labels: map[string]string{"karpenter.sh/nodepool": "general"}}}
-		if err := inf.nodes.GetStore().Add(node); err != nil {
-			t.Fatal(err)
-		}
+		nodes = append(nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%03d", i), Labels: map[string]string{"karpenter.sh/nodepool": "general"}}})
 	}
+	inf := storesWith(t, pods, nodes)
 	reg := prometheus.NewRegistry() // as controller-runtime's
 	reg.MustRegister(&Collector{informers: inf})
 	var before, after runtime.MemStats
