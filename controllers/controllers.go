@@ -92,7 +92,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 			return fmt.Errorf("registering %s provider controllers: %w", cloud.Name(), err)
 		}
 	}
-	if err := podmetrics.Register(kube); err != nil {
+	if err := podmetrics.Register(kube, mgr.GetCache()); err != nil {
 		return err
 	}
 	return registerMetrics(mgr, cloud, clk)

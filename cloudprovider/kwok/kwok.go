@@ -255,8 +255,10 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *v1.NodeC
 func (c *CloudProvider) List(ctx context.Context) (_ []*v1.NodeClaim, err error) {
 	done := c.call(ctx, "List")
 	defer func() { done(err) }()
+	// Read only (claimFromNode copies what it keeps): a deep copy of every node each garbage
+	// collection sweep was 29 MB of the heap at the 5,000-node peak of make bench-scale.
 	nodes := &corev1.NodeList{}
-	if err := c.kube.List(ctx, nodes, client.HasLabels{ManagedLabelKey}); err != nil {
+	if err := c.kube.List(ctx, nodes, client.HasLabels{ManagedLabelKey}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing kwok nodes: %w", err)
 	}
 	var out []*v1.NodeClaim

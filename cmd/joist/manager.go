@@ -39,6 +39,7 @@ type managerFlags struct {
 	gracefulShutdownTimeout time.Duration
 	kubeAPIQPS              float64
 	kubeAPIBurst            int
+	memoryLimit             int
 	cloud                   cloudFlags
 	controllers             controllers.Options
 }
@@ -76,10 +77,12 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	d := &f.controllers.Disruption
 	fs.DurationVar(&d.PollInterval, "disruption-poll-interval", d.PollInterval, "How often the disruption loop looks for nodes to consolidate, replace or remove.")
 	fs.DurationVar(&d.ValidationDelay, "consolidation-validation-delay", d.ValidationDelay, "How long a consolidation decision must still hold before it is carried out.")
-	disruptionEnv := newEnvFlags(fs)
-	disruptionEnv.Float64(&d.MinSavingsFraction, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", d.MinSavingsFraction,
+	envs := newEnvFlags(fs)
+	envs.Float64(&d.MinSavingsFraction, "consolidation-min-savings", "CONSOLIDATION_MIN_SAVINGS", d.MinSavingsFraction,
 		"Least share (0–1) of the disrupted nodes' price a consolidation must save; 0 takes any saving.")
-	disruptionEnv.Bool(&d.SpotToSpotConsolidation, "spot-to-spot-consolidation", "SPOT_TO_SPOT_CONSOLIDATION", d.SpotToSpotConsolidation,
+	envs.Int(&f.memoryLimit, "memory-limit", memoryLimitEnv, 0,
+		"The container's memory limit in bytes (the manifests set it from resources.limits.memory); the Go runtime's soft memory limit is set to 90 % of it unless $GOMEMLIMIT is set. 0: no soft limit.")
+	envs.Bool(&d.SpotToSpotConsolidation, "spot-to-spot-consolidation", "SPOT_TO_SPOT_CONSOLIDATION", d.SpotToSpotConsolidation,
 		"Let consolidation replace spot nodes by a spot node (Karpenter's SpotToSpotConsolidation feature gate, off by default there too).")
 	f.cloud.bind(fs)
 	zapOpts := zap.Options{}
@@ -101,11 +104,14 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	if d.ValidationDelay < 0 {
 		return f, zapOpts, fmt.Errorf("--consolidation-validation-delay must be ≥ 0 (got %s)", d.ValidationDelay)
 	}
-	if err := disruptionEnv.check(); err != nil {
+	if err := envs.check(); err != nil {
 		return f, zapOpts, err
 	}
 	if d.MinSavingsFraction < 0 || d.MinSavingsFraction >= 1 {
-		return f, zapOpts, fmt.Errorf("--consolidation-min-savings must be in [0, 1) (got %v from %s)", d.MinSavingsFraction, disruptionEnv.source("consolidation-min-savings"))
+		return f, zapOpts, fmt.Errorf("--consolidation-min-savings must be in [0, 1) (got %v from %s)", d.MinSavingsFraction, envs.source("consolidation-min-savings"))
+	}
+	if f.memoryLimit < 0 {
+		return f, zapOpts, fmt.Errorf("--memory-limit must be ≥ 0 bytes (got %d from %s)", f.memoryLimit, envs.source("memory-limit"))
 	}
 	if f.gracefulShutdownTimeout <= 0 {
 		return f, zapOpts, fmt.Errorf("--graceful-shutdown-timeout must be > 0 (got %s)", f.gracefulShutdownTimeout)
@@ -146,6 +152,9 @@ func runManager(args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if soft := applyMemoryLimit(f.memoryLimit); soft > 0 {
+		ctrl.Log.Info("soft memory limit set from the container's", "containerLimit", f.memoryLimit, "GOMEMLIMIT", soft)
+	}
 	ctrl.Log.Info("cloud provider selected", "cloudProvider", f.cloud.provider, "selectedBy", f.cloud.providerSource())
 	scheme, err := newScheme()
 	if err != nil {

@@ -88,3 +88,33 @@ func TestManagerDisruptionSettings(t *testing.T) {
 		t.Errorf("a bad variable must be named, got %v", err)
 	}
 }
+
+// The container's memory limit (from $MEMORY_LIMIT, which the manifests fill from
+// resources.limits.memory) becomes a soft memory limit of 90 % of it, as Karpenter sets it; none
+// without a limit, and $GOMEMLIMIT, read by the runtime itself, wins.
+func TestMemoryLimitFromTheContainer(t *testing.T) {
+	t.Setenv(memoryLimitEnv, "1073741824")
+	f, _, err := parseManagerFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.memoryLimit != 1<<30 {
+		t.Errorf("memory limit %d from $%s=1073741824", f.memoryLimit, memoryLimitEnv)
+	}
+	for _, c := range []struct {
+		limit      int
+		gomemlimit bool
+		want       int64
+	}{{1 << 30, false, 966367641}, {0, false, 0}, {1 << 30, true, 0}} {
+		if got := softMemoryLimit(c.limit, c.gomemlimit); got != c.want {
+			t.Errorf("container limit %d, $GOMEMLIMIT set %v: soft limit %d, want %d", c.limit, c.gomemlimit, got, c.want)
+		}
+	}
+	if _, _, err := parseManagerFlags([]string{"--memory-limit=-1"}); err == nil {
+		t.Error("a negative memory limit: want an error")
+	}
+	t.Setenv(memoryLimitEnv, "1Gi")
+	if _, _, err := parseManagerFlags(nil); err == nil {
+		t.Error("$MEMORY_LIMIT=1Gi (not bytes): want an error")
+	}
+}

@@ -102,6 +102,13 @@ const (
 	podUIDStore         = "joist.dev/pod-uid"
 )
 
+// nodeType and podType name the node and pod informers on every store lookup. They are never
+// written: a new object per lookup (~900 B) was a quarter of all allocation at 5,000 pods.
+var (
+	nodeType client.Object = &corev1.Node{}
+	podType  client.Object = &corev1.Pod{}
+)
+
 // registerStore adds the indexes read from the informers' stores.
 func registerStore(ctx context.Context, informers ctrlcache.Informers) error {
 	if err := addStoreIndex(ctx, informers, &corev1.Node{}, nodeProviderIDStore, func(obj any) []string {
@@ -133,7 +140,7 @@ func addStoreIndex(ctx context.Context, informers ctrlcache.Informers, obj clien
 
 // byStoreIndex returns the store's first object of type PT under value, and whether the store has
 // the index at all (false: informers nil, or the index was not registered).
-func byStoreIndex[PT client.Object](ctx context.Context, informers ctrlcache.Informers, obj PT, name, value string) (PT, bool, error) {
+func byStoreIndex[PT client.Object](ctx context.Context, informers ctrlcache.Informers, obj client.Object, name, value string) (PT, bool, error) {
 	var none PT
 	sii, err := store(ctx, informers, obj)
 	if err != nil || sii == nil || sii.GetIndexer().GetIndexers()[name] == nil {
@@ -157,7 +164,7 @@ func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube
 	if nc.Status.ProviderID == "" {
 		return nil, nil
 	}
-	node, indexed, err := byStoreIndex(ctx, informers, &corev1.Node{}, nodeProviderIDStore, nc.Status.ProviderID)
+	node, indexed, err := byStoreIndex[*corev1.Node](ctx, informers, nodeType, nodeProviderIDStore, nc.Status.ProviderID)
 	if indexed || err != nil {
 		return node, err
 	}
@@ -167,7 +174,7 @@ func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube
 // CachedPodByUID returns the pod with the UID, or nil: the cache's own object, read only. Without
 // the store index it lists from kube by the PodUID field index.
 func CachedPodByUID(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, uid types.UID) (*corev1.Pod, error) {
-	pod, indexed, err := byStoreIndex(ctx, informers, &corev1.Pod{}, podUIDStore, string(uid))
+	pod, indexed, err := byStoreIndex[*corev1.Pod](ctx, informers, podType, podUIDStore, string(uid))
 	if indexed || err != nil {
 		return pod, err
 	}

@@ -103,3 +103,42 @@ func TestCachedPodByUIDReadsTheStore(t *testing.T) {
 		t.Errorf("an unknown uid found pod %s", p.Name)
 	}
 }
+
+// maxLookupAllocs is what a store lookup may allocate: the GVK lookup's slice and ByIndex's result
+// (3 when each lookup also built the object naming its informer).
+const maxLookupAllocs = 2
+
+// A store lookup names its informer without building an object per call: at 5,000 pods / 1,000 nodes
+// the release's lookups built a new Pod or Node each time (~900 B), a quarter of all allocation.
+func TestStoreLookupsAllocateLittle(t *testing.T) {
+	e, ctx, informers := startIndexedCache(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	if err := e.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}, Spec: corev1.NodeSpec{ProviderID: "kwok://node-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	claim := &v1.NodeClaim{Status: v1.NodeClaimStatus{ProviderID: "kwok://node-a"}}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		p, _ := indexes.CachedPodByUID(ctx, informers, nil, pod.UID)
+		n, _ := indexes.CachedNodeForClaim(ctx, informers, nil, claim)
+		return p != nil && n != nil, nil
+	}); err != nil {
+		t.Fatal("the cache never showed the pod and the node")
+	}
+	var pods, nodes []int
+	podAllocs := testing.AllocsPerRun(100, func() {
+		p, _ := indexes.CachedPodByUID(ctx, informers, nil, pod.UID)
+		pods = append(pods[:0], len(p.Name))
+	})
+	nodeAllocs := testing.AllocsPerRun(100, func() {
+		n, _ := indexes.CachedNodeForClaim(ctx, informers, nil, claim)
+		nodes = append(nodes[:0], len(n.Name))
+	})
+	t.Logf("allocations per lookup: pod by uid %.1f, node for claim %.1f", podAllocs, nodeAllocs)
+	if podAllocs > maxLookupAllocs || nodeAllocs > maxLookupAllocs {
+		t.Errorf("allocations per lookup: pod by uid %.1f, node for claim %.1f; want at most %d each", podAllocs, nodeAllocs, maxLookupAllocs)
+	}
+}

@@ -201,7 +201,7 @@ func registered(t *testing.T) map[string]series {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 		}}}},
 	}
-	if err := podmetrics.Register(fake.NewClientBuilder().WithObjects(node, pod).Build()); err != nil {
+	if err := podmetrics.Register(fake.NewClientBuilder().WithObjects(node, pod).Build(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := registerNodeCollector(node); err != nil {

@@ -177,6 +177,9 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("manager env lacks %s=%s: %v", want.Name, want.Value, c.Env)
 		}
 	}
+	if !memoryLimitFromContainer(c) {
+		t.Errorf("MEMORY_LIMIT does not come from the manager's resources.limits.memory: %v", c.Env)
+	}
 	for _, want := range []string{"--batch-max-duration=20s", "--batch-idle-duration=2s", "--zap-log-level=debug", "--webhook-port=10250"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("manager args %v lack %s", c.Args, want)

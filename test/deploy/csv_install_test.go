@@ -247,6 +247,8 @@ func TestCSVInstallStrategy(t *testing.T) {
 			cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
 		case v.ValueFrom.FieldRef != nil && v.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			cmd.Env = append(cmd.Env, v.Name+"="+olmNamespace)
+		case v.ValueFrom.ResourceFieldRef != nil && v.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+			cmd.Env = append(cmd.Env, v.Name+"="+strconv.FormatInt(c.Resources.Limits.Memory().Value(), 10))
 		default:
 			t.Fatalf("env %s comes from %+v, which this test does not resolve", v.Name, v.ValueFrom)
 		}

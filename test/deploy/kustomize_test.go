@@ -137,6 +137,9 @@ func TestManagerDeployment(t *testing.T) {
 	if env != "metadata.namespace" {
 		t.Error("POD_NAMESPACE does not come from the downward API")
 	}
+	if !memoryLimitFromContainer(c) {
+		t.Errorf("MEMORY_LIMIT does not come from the manager's resources.limits.memory: %v", c.Env)
+	}
 	// The pod webhooks exclude the namespace the manager is installed in.
 	var mwc admissionregistrationv1.MutatingWebhookConfiguration
 	r.get(t, "MutatingWebhookConfiguration", "joist-mutating-webhook-configuration", &mwc)

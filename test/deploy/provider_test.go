@@ -227,3 +227,15 @@ func containsEnv(env []corev1.EnvVar, want corev1.EnvVar) bool {
 	}
 	return false
 }
+
+// memoryLimitFromContainer reports whether the container's MEMORY_LIMIT is its own
+// resources.limits.memory in bytes (the downward API), which the manager's soft memory limit reads.
+func memoryLimitFromContainer(c corev1.Container) bool {
+	for _, e := range c.Env {
+		if e.Name == "MEMORY_LIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
+			r := e.ValueFrom.ResourceFieldRef
+			return r.Resource == "limits.memory" && r.ContainerName == c.Name && (r.Divisor.IsZero() || r.Divisor.Value() == 1)
+		}
+	}
+	return false
+}
