@@ -125,6 +125,8 @@ func commandTimeline(logPath string, since time.Time) string {
 		switch e.Msg {
 		case "disruption command started":
 			fmt.Fprintf(&b, "\n         %6.1f started: %v node(s) %v, %d replacement(s) %v, saves $%.4f/h", at, e.Nodes, names, len(e.Replacements), e.Replacements, e.Savings)
+		case "look-ahead: replacing first the node(s) earlier deletes would move pods onto":
+			fmt.Fprintf(&b, "\n         %6.1f look-ahead: replace of %v run before %v delete(s)", at, names, num("deletesBefore"))
 		case "disruption command executed":
 			fmt.Fprintf(&b, "\n         %6.1f executed: %v node(s)", at, e.Nodes)
 		case "disruption replacement dropped":
