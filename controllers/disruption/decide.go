@@ -141,6 +141,17 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 			"nodeNames", sc.Delete, "replacements", len(sc.Replacements), "deletesBefore", len(removals))
 		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, sc, true))
 	}
+	// The node to replace first is the destination of a command still draining (held): a delete now
+	// would move more pods onto it. Wait for the drain instead (the hold ends 5 s after it), then
+	// replace it first; a backed-off node does not wait.
+	if la.first != nil && waitsForDrain(la.first.Delete, allowed, held) {
+		log.FromContext(ctx).Info("look-ahead: waiting for a drain to end to replace first the node(s) earlier deletes would move pods onto",
+			"nodeNames", la.first.Delete, "deletesBefore", len(removals))
+		c.mu.Lock()
+		c.waitRetry = now.Add(drainPoll)
+		c.mu.Unlock()
+		return markErr
+	}
 	for _, cmd := range plan.Commands {
 		if cmd.Reason == v1.DisruptionReasonUnderutilized {
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))

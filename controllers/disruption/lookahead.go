@@ -293,3 +293,20 @@ func reorderedCommand(step *solver.Command, nodes []solver.ExistingNode, allowed
 	}
 	return cmd, true
 }
+
+// waitsForDrain reports whether the nodes of the look-ahead's first step are candidates now but for
+// the hold of a command in flight (held: its destinations while it drains), and none is held
+// otherwise: the loop then waits for that command rather than planning around the step.
+func waitsForDrain(nodes []string, allowed, held map[string]bool) bool {
+	waiting := false
+	for _, n := range nodes {
+		switch {
+		case allowed[n]:
+		case held[n]:
+			waiting = true
+		default:
+			return false
+		}
+	}
+	return waiting
+}

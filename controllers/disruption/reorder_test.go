@@ -174,6 +174,44 @@ func TestLoopReplacesTheFilledNodeBeforeTheDeletes(t *testing.T) {
 	}
 }
 
+// Big is the destination of a command that just drained (held for destinationGrace): the reorder
+// may not take it yet. The pass waits instead of deleting small-1 onto it (what it did before the
+// wait: the delete moved its pod onto big, which the replace then moved again); once the hold ends,
+// the next pass replaces big first.
+func TestLoopWaitsForTheDrainOntoTheNodeToReplaceFirst(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	kube := e.Client
+	in := reorderCluster()
+	np := in.NodePools[0].NodePool
+	create(t, kube, np)
+	for _, n := range in.Nodes {
+		resimNodeOf(t, kube, np, n.Name, n.Labels[v1.LabelInstanceType], n.Allocatable.DeepCopy())
+		for _, p := range n.Pods {
+			resimPod(t, kube, p.Name, n.Name, "2")
+		}
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+	c.ownReserved["drained"] = &ownReservation{drained: []string{"drained-claim"}, dests: map[string]bool{"big": true}}
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.commands) != 0 {
+		t.Fatalf("command %s on %v while big is held, want none until the hold ends", c.commands[0].message, c.commands[0].nodeNames())
+	}
+	if next := c.nextPass(); next > drainPoll {
+		t.Errorf("next pass in %s, want within %s", next, drainPoll)
+	}
+	clk.Step(destinationGrace + time.Second)
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.commands) != 1 || c.commands[0].targets[0].node != "big" || len(c.commands[0].plans) == 0 {
+		t.Fatalf("want the replace of big once the hold ended, got %d command(s)", len(c.commands))
+	}
+}
+
 // ownedByReplicaSet gives the pod a ReplicaSet controller, as the reservations need (their slots
 // name the pod's controller).
 func ownedByReplicaSet(t *testing.T, kube client.Client, name string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -158,6 +159,9 @@ func runScaleDowns(ctx context.Context, joist string, runs int, timeout time.Dur
 	fmt.Printf("median of %d (by time to consolidated): %s\n", len(rs), rs[len(rs)/2])
 }
 
+// keepLogs is the folder each scale-down run's manager log is copied into ("": not kept).
+var keepLogs string
+
 // runScaleDown builds make bench-e2e's cluster (timeout for 1,000 Running), scales it to 300 pods and
 // waits up to 5×timeout for the consolidated state.
 func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (scaleDownResult, error) {
@@ -282,6 +286,15 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.planned = int(sums["joist_disruption_planned_replacements_total"])
 	r.unforeseen = int(sums["joist_disruption_unforeseen_launches_total"])
 	r.commandLog = commandTimeline(mgr.LogPath(), downStart)
+	if keepLogs != "" {
+		if raw, err := os.ReadFile(mgr.LogPath()); err == nil {
+			path := filepath.Join(keepLogs, fmt.Sprintf("scale-down-%s.log", downStart.UTC().Format("20060102T150405")))
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				return r, fmt.Errorf("keeping the manager log: %w", err)
+			}
+			r.commandLog += "\n         manager log kept as " + path
+		}
+	}
 	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
 }
