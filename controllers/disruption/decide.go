@@ -154,6 +154,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	}
 	for _, cmd := range plan.Commands {
 		if cmd.Reason == v1.DisruptionReasonUnderutilized {
+			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
 	}

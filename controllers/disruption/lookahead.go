@@ -51,6 +51,8 @@ type lookAhead struct {
 	// pods onto: the loop runs it first (reorderedCommand), so the pods of the earlier deletes move
 	// once, onto its replacements, instead of onto the node and then off it again.
 	first *solver.Command
+	// steps describe the simulated sequence, for the log.
+	steps []string
 }
 
 // plannedRemovals returns the nodes the budgeted delete-only commands planned one after the other
@@ -92,6 +94,7 @@ func planLookAhead(cin solver.ConsolidationInput) lookAhead {
 			if len(cmd.Delete) == 0 {
 				continue
 			}
+			out.steps = append(out.steps, describeStep(cmd, received))
 			if len(cmd.Replacements) > 0 {
 				if step > 0 && slices.ContainsFunc(cmd.Delete, func(n string) bool { return received[n] }) &&
 					!slices.ContainsFunc(cmd.Placements, func(pl solver.ExistingPlacement) bool { return !original[pl.Node] }) {
@@ -309,4 +312,20 @@ func waitsForDrain(nodes []string, allowed, held map[string]bool) bool {
 		}
 	}
 	return waiting
+}
+
+// describeStep is one simulated step for the log: its nodes (* when an earlier step moved pods onto
+// it), its replacements and where it moves pods.
+func describeStep(cmd solver.Command, received map[string]bool) string {
+	var nodes, dests []string
+	for _, n := range cmd.Delete {
+		if received[n] {
+			n += "*"
+		}
+		nodes = append(nodes, n)
+	}
+	for _, pl := range cmd.Placements {
+		dests = append(dests, fmt.Sprintf("%s:%d", pl.Node, len(pl.Pods)))
+	}
+	return fmt.Sprintf("%v+%d→%v", nodes, len(cmd.Replacements), dests)
 }
