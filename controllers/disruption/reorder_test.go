@@ -117,21 +117,9 @@ func placedPods(cmd solver.Command) int {
 // the re-simulation dropped it as unneeded: big's pods fit on the new node) and big's pods are
 // reserved onto the replacement, where the plan put them (asPlanned).
 func TestLoopReplacesTheFilledNodeBeforeTheDeletes(t *testing.T) {
-	e := env.New(t, env.Options{})
 	ctx := context.Background()
-	kube := e.Client
-	in := reorderCluster()
+	kube, in := reorderEnv(t)
 	np := in.NodePools[0].NodePool
-	create(t, kube, np)
-	for _, n := range in.Nodes {
-		it := n.Labels[v1.LabelInstanceType]
-		alloc := n.Allocatable.DeepCopy()
-		resimNodeOf(t, kube, np, n.Name, it, alloc)
-		for _, p := range n.Pods {
-			resimPod(t, kube, p.Name, n.Name, "2")
-			ownedByReplicaSet(t, kube, p.Name)
-		}
-	}
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	res := &recordingReserver{}
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, res, events.NewFakeRecorder(100), clk, DefaultOptions())
@@ -179,18 +167,8 @@ func TestLoopReplacesTheFilledNodeBeforeTheDeletes(t *testing.T) {
 // wait: the delete moved its pod onto big, which the replace then moved again); once the hold ends,
 // the next pass replaces big first.
 func TestLoopWaitsForTheDrainOntoTheNodeToReplaceFirst(t *testing.T) {
-	e := env.New(t, env.Options{})
 	ctx := context.Background()
-	kube := e.Client
-	in := reorderCluster()
-	np := in.NodePools[0].NodePool
-	create(t, kube, np)
-	for _, n := range in.Nodes {
-		resimNodeOf(t, kube, np, n.Name, n.Labels[v1.LabelInstanceType], n.Allocatable.DeepCopy())
-		for _, p := range n.Pods {
-			resimPod(t, kube, p.Name, n.Name, "2")
-		}
-	}
+	kube, _ := reorderEnv(t)
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
 	c.ownReserved["drained"] = &ownReservation{drained: []string{"drained-claim"}, dests: map[string]bool{"big": true}}
@@ -210,6 +188,23 @@ func TestLoopWaitsForTheDrainOntoTheNodeToReplaceFirst(t *testing.T) {
 	if len(c.commands) != 1 || c.commands[0].targets[0].node != "big" || len(c.commands[0].plans) == 0 {
 		t.Fatalf("want the replace of big once the hold ended, got %d command(s)", len(c.commands))
 	}
+}
+
+// reorderEnv creates reorderCluster's pool, nodes and pods (owned by a ReplicaSet) in an envtest.
+func reorderEnv(t *testing.T) (client.Client, solver.ConsolidationInput) {
+	t.Helper()
+	kube := env.New(t, env.Options{}).Client
+	in := reorderCluster()
+	np := in.NodePools[0].NodePool
+	create(t, kube, np)
+	for _, n := range in.Nodes {
+		resimNodeOf(t, kube, np, n.Name, n.Labels[v1.LabelInstanceType], n.Allocatable.DeepCopy())
+		for _, p := range n.Pods {
+			resimPod(t, kube, p.Name, n.Name, "2")
+			ownedByReplicaSet(t, kube, p.Name)
+		}
+	}
+	return kube, in
 }
 
 // ownedByReplicaSet gives the pod a ReplicaSet controller, as the reservations need (their slots
