@@ -42,6 +42,21 @@ type command struct {
 	reserved []state.Slot
 	// executed: its claims were deleted.
 	executed bool
+	// keepReplacements: the replacements are sized for pods later commands move onto them (the
+	// look-ahead's replace run first): the re-simulation does not drop them as unneeded. In memory
+	// only: a command resumed after a restart re-simulates as any other.
+	keepReplacements bool
+	// asPlanned is where such a command planned its pods: the re-simulation keeps them there when
+	// they still fit, so no replacement is left empty for the next pass to delete.
+	asPlanned []plannedGroup
+}
+
+// plannedGroup is a set of a command's pods planned onto one node: an existing node, or the node of
+// replacement number replacement (-1 for an existing node).
+type plannedGroup struct {
+	replacement int
+	node        string
+	pods        map[types.UID]bool
 }
 
 type target struct {

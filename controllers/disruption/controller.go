@@ -95,6 +95,8 @@ type Controller struct {
 	// ownReserved are the reservations of this process's executing commands, by command id
 	// (destinations.go).
 	ownReserved map[string]*ownReservation
+	// waitRetry: a pass waits for a drain to replace first (decide); the next pass comes drainPoll later.
+	waitRetry time.Time
 	// informers, when set (Register), feed nudges: deletions that may open a consolidation or free
 	// a budget.
 	informers ctrlcache.Informers
@@ -208,6 +210,9 @@ func (c *Controller) nextPass() time.Duration {
 		if now.Sub(executed) < c.opts.PollInterval {
 			next = min(next, drainPoll)
 		}
+	}
+	if due := c.waitRetry.Sub(now); due > 0 {
+		next = min(next, due)
 	}
 	return next
 }

@@ -87,7 +87,8 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	}
 	// The delete-only commands that follow each other; this one is the first (lookahead.go).
 	cin.Candidates = slices.Concat(preferred, deferred, heldCands)
-	removals := plannedRemovals(cin)
+	la := planLookAhead(cin)
+	removals := la.removals
 	markErr := c.markPlannedRemovals(ctx, cl, removals)
 	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, removals)
 	tries := sliceCandidates(preferred, deferred, removals)
@@ -129,9 +130,31 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 		return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 	}
-	// 3. Consolidation.
+	// 3. Consolidation: the look-ahead's replace of a node earlier deletes move pods onto, run
+	// first; else the first slice's command.
+	allowed := map[string]bool{}
+	for _, cand := range slices.Concat(preferred, deferred) {
+		allowed[cand.Node] = true
+	}
+	if sc, ok := reorderedCommand(la.first, cin.Nodes, allowed, budgets); ok {
+		log.FromContext(ctx).Info("look-ahead: replacing first the node(s) earlier deletes would move pods onto",
+			"nodeNames", sc.Delete, "replacements", len(sc.Replacements), "deletesBefore", len(removals))
+		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, sc, true))
+	}
+	// The node to replace first is the destination of a command still draining (held): a delete now
+	// would move more pods onto it. Wait for the drain instead (the hold ends 5 s after it), then
+	// replace it first; a backed-off node does not wait.
+	if la.first != nil && waitsForDrain(la.first.Delete, allowed, held) {
+		log.FromContext(ctx).Info("look-ahead: waiting for a drain to end to replace first the node(s) earlier deletes would move pods onto",
+			"nodeNames", la.first.Delete, "deletesBefore", len(removals))
+		c.mu.Lock()
+		c.waitRetry = now.Add(drainPoll)
+		c.mu.Unlock()
+		return markErr
+	}
 	for _, cmd := range plan.Commands {
 		if cmd.Reason == v1.DisruptionReasonUnderutilized {
+			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
 	}
@@ -178,10 +201,26 @@ func (c *Controller) driftCommand(in solver.Input, m *member) (solver.Command, s
 
 // launch turns a planned command into a command in flight.
 func (c *Controller) launch(ctx context.Context, cl *cluster, byNode map[string]*member, sc solver.Command) error {
+	return c.launchCommand(ctx, cl, byNode, sc, false)
+}
+
+// launchCommand is launch; a reordered command (the look-ahead's replace run first,
+// reorderedCommand) keeps its replacements through the re-simulation and its pods where it planned
+// them (asPlanned).
+func (c *Controller) launchCommand(ctx context.Context, cl *cluster, byNode map[string]*member, sc solver.Command, reordered bool) error {
 	cmd := &command{reason: sc.Reason, pools: map[string]bool{}, plans: sc.Replacements, savings: sc.SavingsPerHour, destinations: map[string]bool{}}
 	for _, pl := range sc.Placements {
 		cmd.destinations[pl.Node] = true
+		if reordered {
+			cmd.asPlanned = append(cmd.asPlanned, plannedGroup{replacement: -1, node: pl.Node, pods: podUIDs(pl.Pods)})
+		}
 	}
+	for i, r := range sc.Replacements {
+		if reordered {
+			cmd.asPlanned = append(cmd.asPlanned, plannedGroup{replacement: i, pods: podUIDs(r.Pods)})
+		}
+	}
+	cmd.keepReplacements = reordered
 	for _, name := range sc.Delete {
 		m := byNode[name]
 		if m == nil {

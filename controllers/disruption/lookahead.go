@@ -3,10 +3,13 @@ package disruption
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
@@ -24,14 +27,51 @@ import (
 //     as destinations (the solver honours PreferNoSchedule), and so does the kube-scheduler, which
 //     places the evicted pods' re-creations before Joist can nominate them.
 //
-// Only deletes, because a plan that replaces nodes keeps none of the existing ones to move pods onto:
-// the unbudgeted plan of the scale-down bench replaces all 8 nodes by 5 new ones; marking them all
-// made every command, avoiding them, launch replacements (measured: 28 launches where none were
-// needed). The look-ahead is re-made every pass, so a node it no longer removes loses the taint.
+// Only deletes are marked, because a plan that replaces nodes keeps none of the existing ones to
+// move pods onto: the unbudgeted plan of the scale-down bench replaces all 8 nodes by 5 new ones;
+// marking them all made every command, avoiding them, launch replacements (measured: 28 launches
+// where none were needed). The look-ahead is re-made every pass, so a node it no longer removes
+// loses the taint.
+//
+// The sequence goes on through replace steps (their replacements join the simulated cluster). When
+// a replace step takes a node earlier steps moved pods onto — the deletes fill the one big node
+// kept, which is then over-sized and replaced by smaller ones, evicting all it received — that step
+// runs first (reorderedCommand): the same replacements, with the room for the deletes' pods, for
+// the same saving. Its re-simulation keeps those replacements (command.keepReplacements).
+
+// maxLookAheadReplaces bounds the replace steps the look-ahead simulates (each one more
+// solver.Consolidate on the shrinking cluster).
+const maxLookAheadReplaces = 2
+
+// lookAhead is what the sequence of budgeted commands planned on the snapshot shows.
+type lookAhead struct {
+	// removals are the nodes the sequence's delete-only steps remove (marked, lookahead.go).
+	removals map[string]bool
+	// first, when set, is a replace step of the sequence that replaces a node an earlier step moved
+	// pods onto: the loop runs it first (reorderedCommand), so the pods of the earlier deletes move
+	// once, onto its replacements, instead of onto the node and then off it again.
+	first *solver.Command
+	// steps describe the simulated sequence, for the log.
+	steps []string
+}
 
 // plannedRemovals returns the nodes the budgeted delete-only commands planned one after the other
 // on the snapshot remove.
 func plannedRemovals(cin solver.ConsolidationInput) map[string]bool {
+	return planLookAhead(cin).removals
+}
+
+// planLookAhead plans the budgeted commands one after the other on the snapshot (each applied
+// before the next is planned), through up to maxLookAheadReplaces replace steps (their replacements
+// join the simulated cluster as nodes that stay), and stops at the first replace step after the
+// first step: that step is returned as first. Its saving — the node's price less its
+// replacements' — does not depend on the pods, so run first it saves the same. When earlier steps
+// moved pods onto its node, its replacements are there for those pods instead (the scale-down
+// bench's repeats: five deletes onto the one big node kept, then that node replaced by four,
+// evicting all it received). When they did not, it commutes with them — but the kube-scheduler,
+// not the plan, places the evicted pods' re-creations, and it put them on that node, the emptiest
+// unmarked one (bench run 3: 34 repeats from a node the simulated deletes had not filled).
+func planLookAhead(cin solver.ConsolidationInput) lookAhead {
 	sim := cin
 	sim.Budgets = make(map[string]solver.DisruptionBudget, len(cin.Budgets))
 	for pool, b := range cin.Budgets {
@@ -43,19 +83,43 @@ func plannedRemovals(cin solver.ConsolidationInput) map[string]bool {
 	}
 	sim.Nodes = slices.Clone(cin.Nodes)
 	sim.Candidates = slices.Clone(cin.Candidates)
-	out := map[string]bool{}
-	for len(sim.Candidates) > 0 {
+	original := make(map[string]bool, len(cin.Nodes))
+	for _, n := range cin.Nodes {
+		original[n.Name] = true
+	}
+	out := lookAhead{removals: map[string]bool{}}
+	received := map[string]bool{}
+	replaces := 0
+	for step := 0; len(sim.Candidates) > 0 && replaces < maxLookAheadReplaces; step++ {
 		plan := solver.Consolidate(sim)
 		progressed := false
 		for _, cmd := range plan.Commands {
-			if len(cmd.Replacements) > 0 || len(cmd.Delete) == 0 {
+			if len(cmd.Delete) == 0 {
 				continue
 			}
-			progressed = true
-			apply(&sim, cmd)
-			for _, n := range cmd.Delete {
-				out[n] = true
+			out.steps = append(out.steps, describeStep(cmd, received))
+			if len(cmd.Replacements) > 0 {
+				if step > 0 && !slices.ContainsFunc(cmd.Placements, func(pl solver.ExistingPlacement) bool { return !original[pl.Node] }) {
+					first := cmd
+					out.first = &first
+					return out
+				}
+				replaces++
+			} else if replaces == 0 {
+				// Marked only before the first replace: a delete after it moves its pods onto
+				// the replacements, which a command now does not have (marking those too left
+				// a command nowhere to move but onto new nodes, TestWholePlanMarksOnlyWhatTheKeptNodesAbsorb).
+				for _, n := range cmd.Delete {
+					out.removals[n] = true
+				}
 			}
+			for _, pl := range cmd.Placements {
+				if original[pl.Node] && len(pl.Pods) > 0 {
+					received[pl.Node] = true
+				}
+			}
+			progressed = true
+			apply(&sim, cmd, step)
 		}
 		if !progressed {
 			break
@@ -65,8 +129,9 @@ func plannedRemovals(cin solver.ConsolidationInput) map[string]bool {
 }
 
 // apply updates the snapshot as if the command had run: its nodes gone, their pods on the nodes its
-// placements name.
-func apply(sim *solver.ConsolidationInput, cmd solver.Command) {
+// placements name, its replacements up (as nodes that stay, not candidates) with the pods planned
+// onto them.
+func apply(sim *solver.ConsolidationInput, cmd solver.Command, step int) {
 	gone := map[string]bool{}
 	for _, n := range cmd.Delete {
 		gone[n] = true
@@ -85,8 +150,37 @@ func apply(sim *solver.ConsolidationInput, cmd solver.Command) {
 		}
 		nodes = append(nodes, n)
 	}
+	for k, r := range cmd.Replacements {
+		nodes = append(nodes, simulatedReplacement(sim.NodePools, r, fmt.Sprintf("lookahead-%d-%d", step, k)))
+	}
 	sim.Nodes = nodes
 	sim.Candidates = slices.DeleteFunc(slices.Clone(sim.Candidates), func(c solver.Candidate) bool { return gone[c.Node] })
+}
+
+// simulatedReplacement is a planned replacement as the look-ahead's cluster has it once launched:
+// its pool's template taints, the labels its type, offering and single-valued requirements give it,
+// the type's allocatable and the pods planned onto it (DaemonSet pods left out: the look-ahead
+// slightly overrates its room).
+func simulatedReplacement(pools []solver.NodePoolInput, r solver.NodeClaimPlan, name string) solver.ExistingNode {
+	labels := map[string]string{}
+	for _, req := range r.Requirements {
+		if req.Operator == corev1.NodeSelectorOpIn && len(req.Values) == 1 {
+			labels[req.Key] = req.Values[0]
+		}
+	}
+	for k, v := range r.InstanceType.Labels {
+		labels[k] = v
+	}
+	labels[v1.LabelInstanceType], labels[v1.LabelTopologyZone], labels[v1.CapacityTypeLabelKey] = r.InstanceType.Name, r.Offering.Zone, r.Offering.CapacityType
+	labels[v1.NodePoolLabelKey], labels[v1.LabelHostname] = r.NodePool, name
+	var taints []corev1.Taint
+	for _, p := range pools {
+		if p.NodePool != nil && p.NodePool.Name == r.NodePool {
+			taints = p.NodePool.Spec.Template.Spec.Taints
+		}
+	}
+	return solver.ExistingNode{Name: name, NodeClaim: name, NodePool: r.NodePool, Labels: labels, Taints: taints,
+		Allocatable: r.InstanceType.Allocatable(), Pods: slices.Clone(r.Pods)}
 }
 
 // onlyRemovals keeps the candidates the look-ahead removes.
@@ -155,4 +249,85 @@ func sliceCandidates(preferred, deferred []solver.Candidate, removals map[string
 	add(preferred)
 	add(all)
 	return out
+}
+
+// reorderedCommand is the look-ahead's first step (a replace of nodes earlier steps move pods onto)
+// as a command now: the same nodes and replacements — sized for the pods the earlier deletes will
+// move onto them — with the pods the nodes run now where the step put them; replacements the step
+// gives none of those pods are left out (empty, the next pass would delete them). It is not made
+// when a node is not a candidate now, the budgets do not allow it, or no replacement is left.
+func reorderedCommand(step *solver.Command, nodes []solver.ExistingNode, allowed map[string]bool, budgets map[string]solver.DisruptionBudget) (solver.Command, bool) {
+	if step == nil {
+		return solver.Command{}, false
+	}
+	now := map[types.UID]bool{}
+	take := map[string]int{}
+	for _, name := range step.Delete {
+		i := slices.IndexFunc(nodes, func(n solver.ExistingNode) bool { return n.Name == name })
+		if !allowed[name] || i < 0 {
+			return solver.Command{}, false
+		}
+		take[nodes[i].NodePool]++
+		for uid := range podUIDs(nodes[i].Pods) {
+			now[uid] = true
+		}
+	}
+	for pool, n := range take {
+		if budgets[pool][v1.DisruptionReasonUnderutilized] < n {
+			return solver.Command{}, false
+		}
+	}
+	ours := func(pods []*corev1.Pod) []*corev1.Pod {
+		return slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool { return !now[p.UID] })
+	}
+	cmd := solver.Command{Reason: v1.DisruptionReasonUnderutilized, Delete: slices.Clone(step.Delete), RemovedPerHour: step.RemovedPerHour,
+		SavingsPerHour: step.RemovedPerHour}
+	for _, r := range step.Replacements {
+		if r.Pods = ours(r.Pods); len(r.Pods) > 0 {
+			cmd.Replacements = append(cmd.Replacements, r)
+			cmd.SavingsPerHour -= r.Offering.Price
+		}
+	}
+	for _, pl := range step.Placements {
+		if pods := ours(pl.Pods); len(pods) > 0 {
+			cmd.Placements = append(cmd.Placements, solver.ExistingPlacement{Node: pl.Node, Pods: pods})
+		}
+	}
+	if len(cmd.Replacements) == 0 || cmd.SavingsPerHour <= 0 {
+		return solver.Command{}, false
+	}
+	return cmd, true
+}
+
+// waitsForDrain reports whether the nodes of the look-ahead's first step are candidates now but for
+// the hold of a command in flight (held: its destinations while it drains), and none is held
+// otherwise: the loop then waits for that command rather than planning around the step.
+func waitsForDrain(nodes []string, allowed, held map[string]bool) bool {
+	waiting := false
+	for _, n := range nodes {
+		switch {
+		case allowed[n]:
+		case held[n]:
+			waiting = true
+		default:
+			return false
+		}
+	}
+	return waiting
+}
+
+// describeStep is one simulated step for the log: its nodes (* when an earlier step moved pods onto
+// it), its replacements and where it moves pods.
+func describeStep(cmd solver.Command, received map[string]bool) string {
+	var nodes, dests []string
+	for _, n := range cmd.Delete {
+		if received[n] {
+			n += "*"
+		}
+		nodes = append(nodes, n)
+	}
+	for _, pl := range cmd.Placements {
+		dests = append(dests, fmt.Sprintf("%s:%d", pl.Node, len(pl.Pods)))
+	}
+	return fmt.Sprintf("%v+%d→%v", nodes, len(cmd.Replacements), dests)
 }

@@ -21,24 +21,27 @@ import (
 // carries the planned-removal taint, so the kube-scheduler keeps the re-created pod off it too.
 // Without the look-ahead the command moved node-a's pod onto node-b, the next command's node.
 func TestCommandMovesPodsOnlyOntoNodesTheWholePlanKeeps(t *testing.T) {
-	checkSliceOfWholePlan(t, resimPool("0s", "1"), "1000m", "1200m", "1500m")
+	checkSliceOfWholePlan(t, resimPool("0s", "1"), 1, 0, "1000m", "1200m", "1500m")
 }
 
 // The same with a pool that may launch a cheaper type all three nodes' pods fit on: the cheapest
 // unbudgeted plan replaces every node by one new node and keeps none. The marks come from the
-// delete-only commands that follow each other (two removed, one kept), else every other node would
-// be marked and the command, avoiding them, would have nowhere to move its pod but onto a marked
-// node or a new one. Marked from the unbudgeted plan, both other nodes were (seen failing).
+// budgeted commands that follow each other — node-a and node-c deleted onto node-b, then node-b
+// replaced by one c-2x — not from that plan, which marked every node (seen failing, session 10).
+// Node-b received the deletes' pods, so its replace runs first (reorderedCommand): the command
+// replaces node-b by one node, with room for the other two's pods; both others are marked, and
+// the command's pod goes onto its replacement. Before the reorder the command deleted node-a onto
+// node-b, and node-b was replaced later with both moved pods on it.
 func TestWholePlanMarksOnlyWhatTheKeptNodesAbsorb(t *testing.T) {
 	np := resimPool("0s", "1")
 	np.Spec.Template.Spec.Requirements[0].Values = []string{resimType, "c-2x-amd64-linux"}
-	checkSliceOfWholePlan(t, np, "300m", "400m", "500m")
+	checkSliceOfWholePlan(t, np, 2, 1, "300m", "400m", "500m")
 }
 
 // checkSliceOfWholePlan runs one pass on three resimType nodes of np with one pod each (of cpu) and
-// checks that the command takes one node the look-ahead removes, the other one it removes is
-// marked, and the command's pods move only onto unmarked nodes.
-func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, cpu ...string) {
+// checks that the command takes one node and launches replacements replacements, wantMarked of the
+// others are marked, and the command's pods move only onto unmarked nodes.
+func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, wantMarked, replacements int, cpu ...string) {
 	t.Helper()
 	e := env.New(t, env.Options{})
 	ctx := context.Background()
@@ -68,10 +71,13 @@ func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, cpu ...string) {
 			marked[n] = true
 		}
 	}
-	if len(marked) != 1 {
-		t.Fatalf("planned-removal taint on %v, want it on exactly the one node the look-ahead removes after %s", marked, taken)
+	if len(marked) != wantMarked {
+		t.Fatalf("planned-removal taint on %v, want it on the %d node(s) the look-ahead removes after %s", marked, wantMarked, taken)
 	}
-	if len(cmd.destinations) == 0 {
+	if len(cmd.plans) != replacements {
+		t.Fatalf("command on %s launches %d node(s), want %d (%s)", taken, len(cmd.plans), replacements, cmd.message)
+	}
+	if len(cmd.destinations) == 0 && replacements == 0 {
 		t.Fatalf("command on %s moves no pod onto a node that stays", taken)
 	}
 	for dest := range cmd.destinations {

@@ -45,6 +45,9 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 	if len(sub.Pods) == 0 {
 		return "", nil, nil, nil
 	}
+	if placements, ok := fitsAsPlanned(cl, cmd, sub); ok {
+		return "", placements, nil, nil
+	}
 	r := solver.Solve(sub)
 	if len(r.Unschedulable) > 0 {
 		u := r.Unschedulable[0]
@@ -66,7 +69,7 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 			pods, len(sub.Pods), bound, cmd.targets[0].node, strings.Join(named, ", ")), nil, nil, nil
 	}
 	var unneeded []string
-	if len(cmd.idleReplacements(cl, sub.Nodes)) > 0 {
+	if !cmd.keepReplacements && len(cmd.idleReplacements(cl, sub.Nodes)) > 0 {
 		r.ExistingPlacements, unneeded = unneededReplacements(cl, cmd, sub, r.ExistingPlacements, c.heldNodes(cl))
 	}
 	return "", r.ExistingPlacements, unneeded, nil
@@ -135,4 +138,53 @@ func replacementNode(cl *cluster, claim string) string {
 		return nc.Status.NodeName
 	}
 	return ""
+}
+
+// fitsAsPlanned places a reordered command's pods (asPlanned) where it planned them, each group
+// alone on its node as that node is now; it reports false when the command has no such plan, a pod
+// is in no group or a group no longer fits (the re-simulation then places them anywhere). Placed
+// anywhere, the pods would fill one replacement and leave another, sized for a later delete's
+// pods, empty.
+func fitsAsPlanned(cl *cluster, cmd *command, sub solver.Input) ([]solver.ExistingPlacement, bool) {
+	if len(cmd.asPlanned) == 0 {
+		return nil, false
+	}
+	// One node at a time sees no topology beyond it: pods that spread or (anti-)attract are placed
+	// by the whole re-simulation.
+	if slices.ContainsFunc(sub.Pods, func(p *corev1.Pod) bool {
+		return len(p.Spec.TopologySpreadConstraints) > 0 || (p.Spec.Affinity != nil && (p.Spec.Affinity.PodAffinity != nil || p.Spec.Affinity.PodAntiAffinity != nil))
+	}) {
+		return nil, false
+	}
+	var out []solver.ExistingPlacement
+	placed := 0
+	for _, g := range cmd.asPlanned {
+		name := g.node
+		if g.replacement >= 0 {
+			if g.replacement >= len(cmd.replacements) {
+				return nil, false
+			}
+			name = replacementNode(cl, cmd.replacements[g.replacement])
+		}
+		i := slices.IndexFunc(sub.Nodes, func(n solver.ExistingNode) bool { return n.Name == name })
+		pods := slices.DeleteFunc(slices.Clone(sub.Pods), func(p *corev1.Pod) bool { return !g.pods[p.UID] })
+		if i < 0 || len(pods) == 0 {
+			if len(pods) > 0 {
+				return nil, false
+			}
+			continue
+		}
+		one := sub
+		one.Nodes, one.Pods = sub.Nodes[i:i+1], pods
+		r := solver.Solve(one)
+		if len(r.Unschedulable) > 0 || len(r.NewNodeClaims) > 0 {
+			return nil, false
+		}
+		placed += len(pods)
+		out = append(out, r.ExistingPlacements...)
+	}
+	if placed != len(sub.Pods) {
+		return nil, false
+	}
+	return out, true
 }

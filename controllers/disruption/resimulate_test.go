@@ -64,8 +64,15 @@ func resimPool(consolidateAfter, budget string) *v1.NodePool {
 
 func resimNode(t *testing.T, kube client.Client, np *v1.NodePool, name string) {
 	t.Helper()
+	resimNodeOf(t, kube, np, name, resimType, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("6Gi"),
+		corev1.ResourcePods: resource.MustParse("64")})
+}
+
+// resimNodeOf is resimNode with an instance type and its allocatable.
+func resimNodeOf(t *testing.T, kube client.Client, np *v1.NodePool, name, instanceType string, allocatable corev1.ResourceList) {
+	t.Helper()
 	ctx := context.Background()
-	labels := map[string]string{v1.NodePoolLabelKey: np.Name, v1.LabelInstanceType: resimType, v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand,
+	labels := map[string]string{v1.NodePoolLabelKey: np.Name, v1.LabelInstanceType: instanceType, v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand,
 		v1.LabelTopologyZone: "test-zone-a", v1.LabelArch: "amd64", v1.LabelOS: "linux", v1.LabelHostname: name}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "kwok://" + name}}
 	create(t, kube, node)
@@ -74,8 +81,7 @@ func resimNode(t *testing.T, kube client.Client, np *v1.NodePool, name string) {
 		t.Fatal(err)
 	}
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3920m"), corev1.ResourceMemory: resource.MustParse("6Gi"),
-		corev1.ResourcePods: resource.MustParse("64")}
+	node.Status.Allocatable = allocatable
 	node.Status.Capacity = node.Status.Allocatable
 	if err := kube.Status().Update(ctx, node); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -125,6 +126,8 @@ func commandTimeline(logPath string, since time.Time) string {
 		switch e.Msg {
 		case "disruption command started":
 			fmt.Fprintf(&b, "\n         %6.1f started: %v node(s) %v, %d replacement(s) %v, saves $%.4f/h", at, e.Nodes, names, len(e.Replacements), e.Replacements, e.Savings)
+		case "look-ahead: replacing first the node(s) earlier deletes would move pods onto":
+			fmt.Fprintf(&b, "\n         %6.1f look-ahead: replace of %v run before %v delete(s)", at, names, num("deletesBefore"))
 		case "disruption command executed":
 			fmt.Fprintf(&b, "\n         %6.1f executed: %v node(s)", at, e.Nodes)
 		case "disruption replacement dropped":
@@ -155,6 +158,9 @@ func runScaleDowns(ctx context.Context, joist string, runs int, timeout time.Dur
 	sort.Slice(rs, func(i, j int) bool { return rs[i].consolidated < rs[j].consolidated })
 	fmt.Printf("median of %d (by time to consolidated): %s\n", len(rs), rs[len(rs)/2])
 }
+
+// keepLogs is the folder each scale-down run's manager log is copied into ("": not kept).
+var keepLogs string
 
 // runScaleDown builds make bench-e2e's cluster (timeout for 1,000 Running), scales it to 300 pods and
 // waits up to 5×timeout for the consolidated state.
@@ -280,6 +286,15 @@ func runScaleDown(ctx context.Context, joist string, timeout time.Duration) (sca
 	r.planned = int(sums["joist_disruption_planned_replacements_total"])
 	r.unforeseen = int(sums["joist_disruption_unforeseen_launches_total"])
 	r.commandLog = commandTimeline(mgr.LogPath(), downStart)
+	if keepLogs != "" {
+		if raw, err := os.ReadFile(mgr.LogPath()); err == nil {
+			path := filepath.Join(keepLogs, fmt.Sprintf("scale-down-%s.log", downStart.UTC().Format("20060102T150405")))
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				return r, fmt.Errorf("keeping the manager log: %w", err)
+			}
+			r.commandLog += "\n         manager log kept as " + path
+		}
+	}
 	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
 }
