@@ -20,7 +20,7 @@ import (
 
 func main() {
 	runs := flag.Int("runs", 3, "Number of runs, each on a fresh control plane.")
-	joist := flag.String("joist", "bin/joist", "Path of the joist binary.")
+	joist := flag.String("joist", "bin/joist", "Path of the joist binary (relative paths are from the repository root).")
 	timeout := flag.Duration("timeout", 3*time.Minute, "Give up on a run after this long.")
 	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
 	flag.BoolVar(&requestStats, "request-stats", false, "Also print the apiserver's request counts by verb and resource.")
@@ -34,12 +34,16 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	binary := *joist
+	if !filepath.IsAbs(binary) {
+		binary = filepath.Join(root, binary)
+	}
 	// Ctrl-C or SIGTERM ends the run through its deferred cleanup, which stops etcd and the
 	// kube-apiserver; they are not children that die with this process.
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if scaleDown {
-		runScaleDowns(sigCtx, filepath.Join(root, *joist), *runs, *timeout)
+		runScaleDowns(sigCtx, binary, *runs, *timeout)
 		return
 	}
 	var results, floors []result
@@ -55,7 +59,7 @@ func main() {
 			floors = append(floors, r)
 		}
 		ctx, cancel := context.WithTimeout(sigCtx, *timeout)
-		r, err := runOnce(ctx, filepath.Join(root, *joist))
+		r, err := runOnce(ctx, binary)
 		cancel()
 		if err != nil {
 			fail(fmt.Errorf("run %d: %w", i+1, err))
