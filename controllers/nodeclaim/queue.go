@@ -46,32 +46,25 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], nc *v1.N
 
 // claimEvents enqueues a NodeClaim on each of its events, at its priority.
 func claimEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
+	return claimsAtPriority(func(_ context.Context, o client.Object) []*v1.NodeClaim {
 		if nc, ok := o.(*v1.NodeClaim); ok {
-			enqueue(q, nc)
+			return []*v1.NodeClaim{nc}
 		}
-	}
-	return handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.ObjectNew)
-		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(q, e.Object)
-		},
-	}
+		return nil
+	})
 }
 
 // nodeEvents enqueues, on each event of a Node, the claims with its provider ID, at their priority:
 // a new Node is what a launched claim waits for to register.
 func (c *Controller) nodeEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
+	return claimsAtPriority(c.claimsForNode)
+}
+
+// claimsAtPriority is the handler that enqueues, on every event of an object, the claims claimsOf
+// maps it to, each at its priority.
+func claimsAtPriority(claimsOf func(context.Context, client.Object) []*v1.NodeClaim) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
-		for _, nc := range c.claimsForNode(ctx, o) {
+		for _, nc := range claimsOf(ctx, o) {
 			enqueue(q, nc)
 		}
 	}

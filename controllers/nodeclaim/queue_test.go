@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -63,10 +64,9 @@ func TestRegistrationsGoAheadOfLaunches(t *testing.T) {
 // waitForLen waits for the queue's buffered adds to land.
 func waitForLen(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request], n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); q.Len() < n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue length %d, want %d", q.Len(), n)
-		}
-		time.Sleep(time.Millisecond)
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return q.Len() >= n, nil
+	}); err != nil {
+		t.Fatalf("queue length %d, want %d", q.Len(), n)
 	}
 }
