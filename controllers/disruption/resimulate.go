@@ -168,11 +168,11 @@ func fitsAsPlanned(cl *cluster, cmd *command, sub solver.Input) ([]solver.Existi
 		}
 		i := slices.IndexFunc(sub.Nodes, func(n solver.ExistingNode) bool { return n.Name == name })
 		pods := slices.DeleteFunc(slices.Clone(sub.Pods), func(p *corev1.Pod) bool { return !g.pods[p.UID] })
-		if i < 0 || len(pods) == 0 {
-			if len(pods) > 0 {
-				return nil, false
-			}
+		if len(pods) == 0 {
 			continue
+		}
+		if i < 0 {
+			return nil, false
 		}
 		one := sub
 		one.Nodes, one.Pods = sub.Nodes[i:i+1], pods
