@@ -1,6 +1,7 @@
 package podmetrics
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,12 +24,7 @@ var sortedState, sortedStateNames = func() ([]int, []string) {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		if stateLabels[a] < stateLabels[b] {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(stateLabels[a], stateLabels[b]) })
 	names := make([]string, len(order))
 	for i, j := range order {
 		names[i] = stateLabels[j]
