@@ -66,28 +66,42 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		inSnapshot[n.Name] = true
 	}
 	// heldCands may go in the look-ahead, but not in a command now (destinations of commands in
-	// flight, back-offs).
-	var preferred, deferred, heldCands []solver.Candidate
+	// flight, back-offs). fresh are the replacements commands launched (freshReplacements): after
+	// the other nodes, in the look-ahead as in a command, and never in the reorder.
+	var preferred, deferred, heldCands, fresh, freshHeld []solver.Candidate
+	freshClaims := c.freshReplacements()
 	eligible := map[string]int{}
 	for _, m := range members {
 		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
 			continue
 		}
 		cand := disruptionpolicy.Candidate(m.policyNode(), m.verdict)
-		if held[m.node.Name] || c.backedOff(m.node.Name, now) {
+		notNow := held[m.node.Name] || c.backedOff(m.node.Name, now)
+		switch {
+		case notNow && freshClaims[m.claim.Name]:
+			freshHeld = append(freshHeld, cand)
+			continue
+		case notNow:
 			heldCands = append(heldCands, cand)
 			continue
+		case freshClaims[m.claim.Name]:
+			fresh = append(fresh, cand)
+		case c.hostsMovedReplica(m):
+			deferred = append(deferred, cand)
+		default:
+			preferred = append(preferred, cand)
 		}
 		eligible["underutilized"]++
-		if c.hostsMovedReplica(m) {
-			deferred = append(deferred, cand)
-			continue
-		}
-		preferred = append(preferred, cand)
 	}
-	// The delete-only commands that follow each other; this one is the first (lookahead.go).
+	// The delete-only commands that follow each other; this one is the first (lookahead.go). The
+	// fresh replacements stay in it as nodes that stay, unless nothing else can be consolidated.
 	cin.Candidates = slices.Concat(preferred, deferred, heldCands)
 	la := planLookAhead(cin)
+	if len(la.steps) == 0 && len(fresh)+len(freshHeld) > 0 {
+		cin.Candidates = slices.Concat(preferred, deferred, heldCands, fresh, freshHeld)
+		la = planLookAhead(cin)
+	}
+	deferred = append(deferred, fresh...)
 	removals := la.removals
 	markErr := c.markPlannedRemovals(ctx, cl, removals)
 	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, removals)
@@ -136,17 +150,21 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, cand := range slices.Concat(preferred, deferred) {
 		allowed[cand.Node] = true
 	}
+	freshNodes := map[string]bool{}
+	for _, cand := range slices.Concat(fresh, freshHeld) {
+		allowed[cand.Node], freshNodes[cand.Node] = false, true
+	}
 	if sc, ok := reorderedCommand(la.first, cin.Nodes, allowed, budgets); ok {
 		log.FromContext(ctx).Info("look-ahead: replacing first the node(s) earlier deletes would move pods onto",
-			"nodeNames", sc.Delete, "replacements", len(sc.Replacements), "deletesBefore", len(removals))
+			"nodeNames", sc.Delete, "replacements", len(sc.Replacements), "deletesBefore", len(removals), "steps", la.steps)
 		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, sc, true))
 	}
 	// The node to replace first is the destination of a command still draining (held): a delete now
 	// would move more pods onto it. Wait for the drain instead (the hold ends 5 s after it), then
 	// replace it first; a backed-off node does not wait.
-	if la.first != nil && waitsForDrain(la.first.Delete, allowed, held) {
+	if la.first != nil && !slices.ContainsFunc(la.first.Delete, func(n string) bool { return freshNodes[n] }) && waitsForDrain(la.first.Delete, allowed, held) {
 		log.FromContext(ctx).Info("look-ahead: waiting for a drain to end to replace first the node(s) earlier deletes would move pods onto",
-			"nodeNames", la.first.Delete, "deletesBefore", len(removals))
+			"nodeNames", la.first.Delete, "deletesBefore", len(removals), "steps", la.steps)
 		c.mu.Lock()
 		c.waitRetry = now.Add(drainPoll)
 		c.mu.Unlock()

@@ -258,3 +258,39 @@ func TestLookAheadRunsALaterReplaceFirstAlsoWhenNothingMovedOntoItsNode(t *testi
 		t.Errorf("removals %v, want big (the delete before the replace)", la.removals)
 	}
 }
+
+// Big is a replacement an earlier command launched (the bench's fxjs2 of session 13's run 4, zwbxt
+// of session 14's base run): sized by that command's look-ahead for the pods it and the next
+// commands move onto it, and already hosting them. Without freshReplacements the look-ahead replaced
+// it first again (its replace is the third step, as in TestLookAheadRunsTheReplaceOfAFilledNodeFirst),
+// evicting the pods it had received; now the small nodes go onto it and it stays. When nothing but
+// the replacement can be consolidated, it is taken as any node.
+func TestLoopDoesNotReplaceAFreshReplacementAgain(t *testing.T) {
+	ctx := context.Background()
+	kube, _ := reorderEnv(t)
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+	c.movedOnto["big"] = true
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.commands) != 1 {
+		t.Fatalf("want one command, got %d", len(c.commands))
+	}
+	if cmd := c.commands[0]; cmd.targets[0].node == "big" || len(cmd.plans) != 0 {
+		t.Fatalf("first command: %s on %v, want a delete of a small node onto the fresh replacement big", cmd.message, cmd.nodeNames())
+	}
+
+	// Only big is left to consolidate: it is replaced, fresh or not.
+	kube, _ = reorderEnv(t)
+	protectNode(t, kube, "small-1")
+	protectNode(t, kube, "small-2")
+	c = New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+	c.movedOnto["big"] = true
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.commands) != 1 || c.commands[0].targets[0].node != "big" {
+		t.Fatalf("want the replace of big once nothing else can go, got %d command(s)", len(c.commands))
+	}
+}
