@@ -90,9 +90,9 @@ type Controller struct {
 	restored map[string]bool
 	// moves remembers the workloads commands moved pods of (destinations.go).
 	moves disruptionpolicy.Moves
-	// movedOnto are the replacements of the commands executed since moves were last dropped
+	// movedOnto are the replacements of executed commands, with when they executed
 	// (freshReplacements).
-	movedOnto map[string]bool
+	movedOnto map[string]time.Time
 	// backoff holds, per node, until when it is left out after a command re-simulation abandoned.
 	backoff map[string]time.Time
 	// ownReserved are the reservations of this process's executing commands, by command id
@@ -111,7 +111,7 @@ func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudP
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
 	writes := newOwnWrites()
 	return &Controller{kube: recordingClient{Client: kube, writes: writes}, writes: writes, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
-		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}, moves: disruptionpolicy.Moves{}, movedOnto: map[string]bool{}, backoff: map[string]time.Time{}, ownReserved: map[string]*ownReservation{}, nudges: make(chan struct{}, 1)}
+		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}, moves: disruptionpolicy.Moves{}, movedOnto: map[string]time.Time{}, backoff: map[string]time.Time{}, ownReserved: map[string]*ownReservation{}, nudges: make(chan struct{}, 1)}
 }
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch;create;delete;patch

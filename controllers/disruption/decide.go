@@ -69,7 +69,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// flight, back-offs). fresh are the replacements commands launched (freshReplacements): after
 	// the other nodes, in the look-ahead as in a command, and never in the reorder.
 	var preferred, deferred, heldCands, fresh, freshHeld []solver.Candidate
-	freshClaims := c.freshReplacements()
+	freshClaims := c.freshReplacements(now)
 	eligible := map[string]int{}
 	for _, m := range members {
 		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
@@ -171,7 +171,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		return markErr
 	}
 	for _, cmd := range plan.Commands {
-		if cmd.Reason == v1.DisruptionReasonUnderutilized {
+		if cmd.Reason == v1.DisruptionReasonUnderutilized && worthASecondMove(cmd, freshNodes, plan.CostBefore, minSavings) {
 			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
@@ -180,7 +180,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// (destinations.go), then the nodes the look-ahead keeps.
 	for i := 1; i < len(tries); i++ {
 		cin.Candidates = tries[i]
-		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 {
+		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 && worthASecondMove(plan.Commands[0], freshNodes, plan.CostBefore, minSavings) {
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, plan.Commands[0]))
 		}
 	}

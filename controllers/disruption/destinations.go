@@ -1,10 +1,11 @@
 package disruption
 
 import (
-	"maps"
+	"slices"
 	"time"
 
 	"github.com/joist-dev/joist/disruptionpolicy"
+	"github.com/joist-dev/joist/solver"
 )
 
 // Destinations of moves are kept off the next commands.
@@ -108,23 +109,35 @@ func (c *Controller) recordMoves(cl *cluster, cmd *command, executed time.Time) 
 		c.moves.Record(disruptionpolicy.Owners(cl.podsByNode[t.node]), executed)
 	}
 	for _, r := range cmd.replacements {
-		c.movedOnto[r] = true
+		c.movedOnto[r] = executed
 	}
 }
 
+// freshHold is how long after its command executed a replacement counts as fresh
+// (freshReplacements). Not dropped with the memory of moves: the pass that finds nothing else to do
+// drops that memory, and the next pass would then take the replacement as any node.
+const freshHold = 10 * time.Minute
+
 // freshReplacements are the claims commands launched as replacements: of the commands in flight,
-// and of the commands executed since the memory of moves was last dropped. A replacement is sized
+// and of the commands executed less than freshHold ago. A replacement is sized
 // by the plan that launched it for the pods that command and the next ones move onto it; replacing
 // or deleting it again evicts those pods a second time. The scale-down bench's repeats came from
 // there (session 13's run 4: 40 of 43, a replacement of command 1 replaced by the look-ahead's
 // second reorder; the base's run of session 14: all 71, one replacement replaced by a reorder, one
 // deleted by the last command). So the look-ahead does not plan them away while any other node can
 // be consolidated, the reorder never runs a replace of one, and a command takes one only when no
-// other node gives a command (decide).
-func (c *Controller) freshReplacements() map[string]bool {
+// other node gives a command and it is worth a second move (worthASecondMove).
+func (c *Controller) freshReplacements(now time.Time) map[string]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := maps.Clone(c.movedOnto)
+	out := map[string]bool{}
+	for r, executed := range c.movedOnto {
+		if now.Sub(executed) >= freshHold {
+			delete(c.movedOnto, r)
+			continue
+		}
+		out[r] = true
+	}
 	for _, cmd := range c.commands {
 		for _, r := range cmd.replacements {
 			out[r] = true
@@ -140,14 +153,13 @@ func (c *Controller) hostsMovedReplica(m *member) bool {
 	return c.moves.MovedReplica(m.pods) != nil
 }
 
-// forgetMoves drops the memory of moves (and of fresh replacements) once the loop has nothing left to do: no command in flight
+// forgetMoves drops the memory of moves once the loop has nothing left to do: no command in flight
 // or draining, and a pass that found no command even with the nodes hosting moved replicas.
 func (c *Controller) forgetMoves() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.commands) == 0 && len(c.deleting) == 0 {
 		c.moves = disruptionpolicy.Moves{}
-		c.movedOnto = map[string]bool{}
 	}
 }
 
@@ -177,4 +189,17 @@ func (c *Controller) backedOff(node string, now time.Time) bool {
 		return false
 	}
 	return ok
+}
+
+// worthASecondMove reports whether a consolidation command may take the fresh replacements it
+// takes: it takes none, or it saves at least minSavings (5 % by default) of the cluster's $/h
+// (costBefore), not only of its own nodes' price as every command must. Their pods were moved there
+// a moment ago; moving them again to save a cent is the churn the target "each pod evicted at most
+// once" counts (session 14's first bench run: a fresh replacement deleted last for $0.0114/h of
+// $1.37/h, evicting the 5 pods it had received).
+func worthASecondMove(cmd solver.Command, fresh map[string]bool, costBefore, minSavings float64) bool {
+	if !slices.ContainsFunc(cmd.Delete, func(n string) bool { return fresh[n] }) {
+		return true
+	}
+	return cmd.SavingsPerHour >= minSavings*costBefore
 }

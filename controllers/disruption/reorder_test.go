@@ -270,7 +270,7 @@ func TestLoopDoesNotReplaceAFreshReplacementAgain(t *testing.T) {
 	kube, _ := reorderEnv(t)
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
-	c.movedOnto["big"] = true
+	c.movedOnto["big"] = clk.Now()
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -281,16 +281,44 @@ func TestLoopDoesNotReplaceAFreshReplacementAgain(t *testing.T) {
 		t.Fatalf("first command: %s on %v, want a delete of a small node onto the fresh replacement big", cmd.message, cmd.nodeNames())
 	}
 
-	// Only big is left to consolidate: it is replaced, fresh or not.
+	// Only big is left to consolidate: it is taken (deleted onto the small nodes), fresh or not.
 	kube, _ = reorderEnv(t)
 	protectNode(t, kube, "small-1")
 	protectNode(t, kube, "small-2")
 	c = New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
-	c.movedOnto["big"] = true
+	c.movedOnto["big"] = clk.Now()
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.commands) != 1 || c.commands[0].targets[0].node != "big" {
-		t.Fatalf("want the replace of big once nothing else can go, got %d command(s)", len(c.commands))
+		t.Fatalf("want a command on big once nothing else can go, got %d command(s)", len(c.commands))
 	}
+
+	// Unless the second move of its pods saves too little: at a 50 % minimum saving, deleting big
+	// onto the small nodes ($0.6304/h) clears 50 % of big's price but not 50 % of the cluster's
+	// $1.3952/h. Not fresh, big is deleted at that minimum.
+	for _, fresh := range []bool{true, false} {
+		kube, _ = reorderEnv(t)
+		protectNode(t, kube, "small-1")
+		protectNode(t, kube, "small-2")
+		opts := DefaultOptions()
+		opts.MinSavingsFraction = 0.5
+		c = New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, opts)
+		if fresh {
+			c.movedOnto["big"] = clk.Now()
+		}
+		if err := c.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 - btoi(fresh); len(c.commands) != want {
+			t.Errorf("fresh %v: %d command(s), want %d (%v)", fresh, len(c.commands), want, c.commands[0].message)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -25,8 +25,8 @@ type idleMemo struct {
 // every object (pods, nodes, claims, pools, PDBs, namespaces, guardrails), each member's
 // time-dependent verdict (consolidatable, blocked, drift), the budgets and the drift rotation. Two
 // passes with the same fingerprint plan the same.
-// The nodes held as destinations of moves (held) and the moves remembered count too: they change
-// the candidates without any object changing.
+// The nodes held as destinations of moves (held), the moves remembered and the fresh replacements
+// count too: they change the candidates without any object changing.
 func (c *Controller) fingerprint(cl *cluster, members []*member, budgets map[string]solver.DisruptionBudget, held map[string]bool) uint64 {
 	h := fnv.New64a()
 	write := func(ss ...string) {
@@ -63,7 +63,13 @@ func (c *Controller) fingerprint(cl *cluster, members []*member, budgets map[str
 			backedOff++
 		}
 	}
-	write(c.lastDriftEvaluated, strconv.Itoa(len(c.commands)), strconv.Itoa(len(c.moves)), strconv.Itoa(backedOff))
+	fresh := 0
+	for _, executed := range c.movedOnto {
+		if c.clock.Since(executed) < freshHold {
+			fresh++
+		}
+	}
+	write(c.lastDriftEvaluated, strconv.Itoa(len(c.commands)), strconv.Itoa(len(c.moves)), strconv.Itoa(backedOff), strconv.Itoa(fresh))
 	c.mu.Unlock()
 	return h.Sum64()
 }
