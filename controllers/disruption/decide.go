@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -102,7 +103,26 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		la = planLookAhead(cin)
 	}
 	deferred = append(deferred, fresh...)
+	allowed := map[string]bool{}
+	for _, cand := range slices.Concat(preferred, deferred) {
+		allowed[cand.Node] = true
+	}
+	freshNodes := map[string]bool{}
+	for _, cand := range slices.Concat(fresh, freshHeld) {
+		allowed[cand.Node], freshNodes[cand.Node] = false, true
+	}
+	// When the look-ahead's replace runs first, the deletes after it are marked too: its
+	// replacements are there for their pods, and unmarked the kube-scheduler put the re-created pods
+	// on them (session 14's second bench run: 16 repeats from a big node deleted two commands later).
 	removals := la.removals
+	reordered, reorder := reorderedCommand(la.first, cin.Nodes, allowed, budgets)
+	if reorder && len(la.afterFirst) > 0 {
+		removals = maps.Clone(removals)
+		maps.Copy(removals, la.afterFirst)
+		for _, n := range la.first.Delete {
+			delete(removals, n)
+		}
+	}
 	markErr := c.markPlannedRemovals(ctx, cl, removals)
 	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, removals)
 	tries := sliceCandidates(preferred, deferred, removals)
@@ -146,18 +166,11 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	}
 	// 3. Consolidation: the look-ahead's replace of a node earlier deletes move pods onto, run
 	// first; else the first slice's command.
-	allowed := map[string]bool{}
-	for _, cand := range slices.Concat(preferred, deferred) {
-		allowed[cand.Node] = true
-	}
-	freshNodes := map[string]bool{}
-	for _, cand := range slices.Concat(fresh, freshHeld) {
-		allowed[cand.Node], freshNodes[cand.Node] = false, true
-	}
-	if sc, ok := reorderedCommand(la.first, cin.Nodes, allowed, budgets); ok {
+	if reorder {
 		log.FromContext(ctx).Info("look-ahead: replacing first the node(s) earlier deletes would move pods onto",
-			"nodeNames", sc.Delete, "replacements", len(sc.Replacements), "deletesBefore", len(removals), "steps", la.steps)
-		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, sc, true))
+			"nodeNames", reordered.Delete, "replacements", len(reordered.Replacements), "deletesBefore", len(la.removals), "deletesAfter", len(la.afterFirst),
+			"steps", la.steps)
+		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, reordered, true))
 	}
 	// The node to replace first is the destination of a command still draining (held): a delete now
 	// would move more pods onto it. Wait for the drain instead (the hold ends 5 s after it), then

@@ -51,6 +51,9 @@ type lookAhead struct {
 	// pods onto: the loop runs it first (reorderedCommand), so the pods of the earlier deletes move
 	// once, onto its replacements, instead of onto the node and then off it again.
 	first *solver.Command
+	// afterFirst are the nodes the delete-only steps after first remove (first applied): marked too
+	// when first runs now, since its replacements are then there for their pods.
+	afterFirst map[string]bool
 	// steps describe the simulated sequence, for the log.
 	steps []string
 }
@@ -102,6 +105,8 @@ func planLookAhead(cin solver.ConsolidationInput) lookAhead {
 				if step > 0 && !slices.ContainsFunc(cmd.Placements, func(pl solver.ExistingPlacement) bool { return !original[pl.Node] }) {
 					first := cmd
 					out.first = &first
+					apply(&sim, cmd, step)
+					out.afterFirst = deletesUntilReplace(sim, step+1)
 					return out
 				}
 				replaces++
@@ -117,6 +122,32 @@ func planLookAhead(cin solver.ConsolidationInput) lookAhead {
 				if original[pl.Node] && len(pl.Pods) > 0 {
 					received[pl.Node] = true
 				}
+			}
+			progressed = true
+			apply(&sim, cmd, step)
+		}
+		if !progressed {
+			break
+		}
+	}
+	return out
+}
+
+// deletesUntilReplace goes on planning the budgeted steps on sim, from step on, and returns the
+// nodes its delete-only steps remove before the first replace step.
+func deletesUntilReplace(sim solver.ConsolidationInput, step int) map[string]bool {
+	out := map[string]bool{}
+	for ; len(sim.Candidates) > 0; step++ {
+		progressed := false
+		for _, cmd := range solver.Consolidate(sim).Commands {
+			if len(cmd.Delete) == 0 {
+				continue
+			}
+			if len(cmd.Replacements) > 0 {
+				return out
+			}
+			for _, n := range cmd.Delete {
+				out[n] = true
 			}
 			progressed = true
 			apply(&sim, cmd, step)
