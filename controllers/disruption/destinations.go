@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
 )
@@ -192,14 +193,14 @@ func (c *Controller) backedOff(node string, now time.Time) bool {
 }
 
 // worthASecondMove reports whether a consolidation command may take the fresh replacements it
-// takes: it takes none, or it saves at least minSavings (5 % by default) of the cluster's $/h
+// takes: it takes none, it only deletes empty nodes, or it saves at least minSavings (5 % by default) of the cluster's $/h
 // (costBefore), not only of its own nodes' price as every command must. Their pods were moved there
 // a moment ago; moving them again to save a cent is the churn the target "each pod evicted at most
 // once" counts (session 14's first bench run: a fresh replacement deleted last for $0.0114/h of
 // $1.37/h, evicting the 5 pods it had received).
 func worthASecondMove(cmd solver.Command, fresh map[string]bool, costBefore, minSavings float64) bool {
-	if !slices.ContainsFunc(cmd.Delete, func(n string) bool { return fresh[n] }) {
-		return true
+	if cmd.Reason == v1.DisruptionReasonEmpty || !slices.ContainsFunc(cmd.Delete, func(n string) bool { return fresh[n] }) {
+		return true // an empty node moves no pod
 	}
 	return cmd.SavingsPerHour >= minSavings*costBefore
 }

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/controllers/nomination"
+	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -116,5 +117,23 @@ func TestNextCommandSparesReservedDestinations(t *testing.T) {
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, reservedOn{"node-b": true}, events.NewFakeRecorder(100), clk, DefaultOptions())
 	if got := commandTargets(t, c); len(got) != 1 || got[0] != "node-c" {
 		t.Errorf("command takes %v, want [node-c]: room is reserved on node-b", got)
+	}
+}
+
+func TestWorthASecondMove(t *testing.T) {
+	fresh := map[string]bool{"r": true}
+	for _, tc := range []struct {
+		name string
+		cmd  solver.Command
+		want bool
+	}{
+		{"no fresh node", solver.Command{Reason: v1.DisruptionReasonUnderutilized, Delete: []string{"a"}, SavingsPerHour: 0.01}, true},
+		{"fresh, little saved", solver.Command{Reason: v1.DisruptionReasonUnderutilized, Delete: []string{"r"}, SavingsPerHour: 0.04}, false},
+		{"fresh, 5 % of the cluster", solver.Command{Reason: v1.DisruptionReasonUnderutilized, Delete: []string{"a", "r"}, SavingsPerHour: 0.05}, true},
+		{"fresh and empty", solver.Command{Reason: v1.DisruptionReasonEmpty, Delete: []string{"r"}, SavingsPerHour: 0.01}, true},
+	} {
+		if got := worthASecondMove(tc.cmd, fresh, 1.0, 0.05); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
