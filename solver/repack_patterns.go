@@ -104,9 +104,9 @@ type patternLP struct {
 	// started from the previous basis as it was (warmStart) and remapped to a new need
 	// (crashStart); the rest started from the artificial basis.
 	pivots, warmStarts, crashStarts int
-	// domRoot[k]: the kind whose proof that it cannot price out also holds for kind k
-	// (dominatedKinds), -1 for none; domSkipped counts the knapsacks that proof saved.
-	domRoot    []int
+	// domRoots[k]: the kinds whose proof that they cannot price out also holds for kind k
+	// (dominatedKinds), nil for none; domSkipped counts the knapsacks such a proof saved.
+	domRoots   [][]int
 	domSkipped int
 	pbufPriced []struct {
 		fills  []map[int]int
@@ -592,7 +592,7 @@ func (lp *patternLP) solve() (pi, x []float64) {
 // cost is negative; it reports whether any was added.
 func (lp *patternLP) price(pi []float64) bool {
 	lp.orderByResource(pi)
-	// The kinds no other dominates first, then the dominated ones, skipping those whose root
+	// The kinds no other dominates first, then the dominated ones, skipping those of which a root
 	// dominator was proven unable to price out this round (it cannot either: see
 	// dominatedKinds); the patterns are added in kind order, as if priced in that order.
 	type priced struct {
@@ -604,14 +604,14 @@ func (lp *patternLP) price(pi []float64) bool {
 	defer func() { lp.pbufPriced, lp.pbufProven = res, proven }()
 	for pass := 0; pass < 2; pass++ {
 		for ki := range lp.kinds {
-			root := -1
-			if lp.domRoot != nil {
-				root = lp.domRoot[ki]
+			var roots []int
+			if lp.domRoots != nil {
+				roots = lp.domRoots[ki]
 			}
-			if (root < 0) != (pass == 0) {
+			if (len(roots) == 0) != (pass == 0) {
 				continue
 			}
-			if root >= 0 && proven[root] {
+			if slices.ContainsFunc(roots, func(r int) bool { return proven[r] }) {
 				res[ki], proven[ki] = priced{}, true
 				lp.domSkipped++
 				continue
@@ -633,16 +633,17 @@ func (lp *patternLP) price(pi []float64) bool {
 	return added
 }
 
-// dominatedKinds sets domRoot: for a kind another dominates — its items (ok) are a subset of
+// dominatedKinds sets domRoots: for a kind another dominates — its items (ok) are a subset of
 // the other's, its allocatable is at most the other's in every resource, its price at least the
-// other's (ties broken by index) — a kind no other dominates that dominates it, else -1. Every
+// other's (ties broken by index) — the kinds no other dominates that dominate it (there is one:
+// dominance is a strict order), else nil. Every
 // fill of the dominated kind is a fill of its dominator, worth the same, so when the dominator's
 // knapsack bound proves no fill of it worth more than its price, no fill of the dominated kind
 // (dearer) is worth more than its own: pricing skips it. Only the proof is shared: a dominated kind
 // whose dominator may price out is priced as before, so the columns added are the same.
 func (lp *patternLP) dominatedKinds() {
 	K := len(lp.kinds)
-	lp.domRoot = make([]int, K)
+	lp.domRoots = make([][]int, K)
 	beats := func(j, i int) bool { // kind j dominates kind i
 		a, b := &lp.kinds[i], &lp.kinds[j]
 		if b.price > a.price {
@@ -675,14 +676,12 @@ func (lp *patternLP) dominatedKinds() {
 		}
 	}
 	for i := range lp.kinds {
-		lp.domRoot[i] = -1
 		if !dominated[i] {
 			continue
 		}
 		for j := range lp.kinds {
 			if !dominated[j] && beats(j, i) {
-				lp.domRoot[i] = j
-				break
+				lp.domRoots[i] = append(lp.domRoots[i], j)
 			}
 		}
 	}
