@@ -137,7 +137,9 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 	pi = make([]float64, m)
 	degenerate := 0
 	recomputeDuals(pi, binv, basis, cols, m)
-	full, left := true, -1 // price every column; the column that left the basis
+	// full: price every column; left: the column that left the basis; stale: some reduced costs
+	// were not brought up to date
+	full, left, stale := true, -1, false
 	for iter := 0; iter < maxIter; iter++ {
 		if iter%64 == 63 {
 			recomputeDuals(pi, binv, basis, cols, m)
@@ -146,12 +148,32 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 		if !full && rowCols == nil {
 			rowStart, rowCols = transpose(m, start, ents, sc)
 		}
+		bland := degenerate > 50
+		enter, best := -1, -eps
 		if full {
+			// Every column priced and chosen from in one sweep, as before the reduced costs were
+			// kept; a Bland's-rule sweep that stops early leaves the rest stale, so the next
+			// pivot prices every column again.
+			priced := 0
 			for j, basic := range isBasic {
-				if !basic {
-					price(j)
+				if basic {
+					continue
+				}
+				d := cost[j]
+				for _, e := range ents[start[j]:start[j+1]] {
+					d -= pi[e.row] * e.val
+				}
+				dj[j] = d
+				priced++
+				if d < best*(1+1e-12) || (bland && d < -eps) {
+					enter, best = j, d
+					if bland {
+						stale = true
+						break
+					}
 				}
 			}
+			sc.priced += priced
 		} else {
 			mark := int32(iter + 1)
 			for _, k := range nz {
@@ -167,18 +189,16 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 			if left >= 0 && stamp[left] != mark {
 				price(left)
 			}
-		}
-		bland := degenerate > 50
-		enter, best := -1, -eps
-		for j, basic := range isBasic {
-			if basic {
-				continue
-			}
-			d := dj[j]
-			if d < best*(1+1e-12) || (bland && d < -eps) {
-				enter, best = j, d
-				if bland {
-					break
+			for j, basic := range isBasic {
+				if basic {
+					continue
+				}
+				d := dj[j]
+				if d < best*(1+1e-12) || (bland && d < -eps) {
+					enter, best = j, d
+					if bland {
+						break
+					}
 				}
 			}
 		}
@@ -249,7 +269,8 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 		isBasic[left] = false
 		isBasic[enter] = true
 		basis[leave] = enter
-		full = 4*len(nz) > m || sc.alwaysFull
+		full = 4*len(nz) > m || sc.alwaysFull || stale
+		stale = false
 	}
 	return pi, primal(xb, basis, len(cols)), false, maxIter
 }
