@@ -84,6 +84,15 @@ func (s *solver) rebalancePool(p *pool, memo *passMemo) {
 				if tried[pk] {
 					continue
 				}
+				if memo.pairFailed[pk] {
+					// Re-split before, by an earlier call, with the same contents, and it did
+					// not pay: the pair fails again (its outcome depends on the two contents
+					// alone), so it is charged to the budget as that try would be, not priced.
+					budget--
+					tried[pk] = true
+					s.tally.pairsKnown++
+					continue
+				}
 				for {
 					ga, gb := byKey[keys[i]], byKey[keys[j]]
 					if len(ga) == 0 || len(gb) == 0 || (i == j && len(ga) < 2) {
@@ -94,8 +103,10 @@ func (s *solver) rebalancePool(p *pool, memo *passMemo) {
 						b = ga[1]
 					}
 					budget--
+					s.tally.pairsPriced++
 					if !s.rebalancePair(p, a, b, free) {
 						tried[pk] = true
+						memo.pairFailed[pk] = true
 						break
 					}
 					changed = true

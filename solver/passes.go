@@ -50,6 +50,9 @@ type workTally struct {
 	patTailed int
 	// rebalance: rounds its pair budget ended, and the most distinct node contents such a round had
 	pairCut, pairContents int
+	// rebalance: pairs re-split (priced), and pairs passed over because an earlier call had
+	// priced the same two contents without gain (passMemo.pairFailed)
+	pairsPriced, pairsKnown int
 }
 
 // passes records the pass reports of one solve.

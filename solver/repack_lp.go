@@ -117,11 +117,16 @@ type passMemo struct {
 	seeds       []seedPattern // the plan's node contents repackPool took apart
 	patternWork float64
 	patternOut  bool
+	// pairFailed: the pairs of node contents (contentKey, in the order rebalance tried them)
+	// whose re-split did not pay. A pair's outcome depends on its two contents alone, so the
+	// tail's later rebalance calls (it runs rebalance up to four times: both orders around
+	// drain) do not price them again.
+	pairFailed map[[2]string]bool
 }
 
 func newPassMemo(classes []*class) *passMemo {
 	m := &passMemo{solutions: map[string]*lpPlan{}, unsplittable: map[string]bool{}, admitted: map[string]bitset{},
-		rank: make(map[*class]int, len(classes)), lpFull: lpFullTopUp}
+		pairFailed: map[[2]string]bool{}, rank: make(map[*class]int, len(classes)), lpFull: lpFullTopUp}
 	for i, c := range classes {
 		m.rank[c] = i
 	}

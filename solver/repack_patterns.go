@@ -104,6 +104,15 @@ type patternLP struct {
 	// started from the previous basis as it was (warmStart) and remapped to a new need
 	// (crashStart); the rest started from the artificial basis.
 	pivots, warmStarts, crashStarts int
+	// domRoots[k]: the kinds whose proof that they cannot price out also holds for kind k
+	// (dominatedKinds), nil for none; domSkipped counts the knapsacks such a proof saved.
+	domRoots   [][]int
+	domSkipped int
+	pbufPriced []struct {
+		fills  []map[int]int
+		worths []float64
+	}
+	pbufProven []bool
 	// coldDive: never crashStart (tests compare the re-solves with and without it)
 	coldDive bool
 	// sbuf: solve's buffers, reused across solves (nothing outside solve keeps them)
@@ -321,6 +330,7 @@ func (s *solver) newPatternLP(p *pool, items []*item) *patternLP {
 			}
 		}
 	}
+	lp.dominatedKinds()
 	return lp
 }
 
@@ -582,23 +592,108 @@ func (lp *patternLP) solve() (pi, x []float64) {
 // cost is negative; it reports whether any was added.
 func (lp *patternLP) price(pi []float64) bool {
 	lp.orderByResource(pi)
+	// The kinds no other dominates first, then the dominated ones, skipping those of which a root
+	// dominator was proven unable to price out this round (it cannot either: see
+	// dominatedKinds); the patterns are added in kind order, as if priced in that order.
+	type priced struct {
+		fills  []map[int]int
+		worths []float64
+	}
+	res := slices.Grow(lp.pbufPriced[:0], len(lp.kinds))[:len(lp.kinds)]
+	proven := slices.Grow(lp.pbufProven[:0], len(lp.kinds))[:len(lp.kinds)]
+	defer func() { lp.pbufPriced, lp.pbufProven = res, proven }()
+	for pass := 0; pass < 2; pass++ {
+		for ki := range lp.kinds {
+			var roots []int
+			if lp.domRoots != nil {
+				roots = lp.domRoots[ki]
+			}
+			if (len(roots) == 0) != (pass == 0) {
+				continue
+			}
+			if slices.ContainsFunc(roots, func(r int) bool { return proven[r] }) {
+				res[ki], proven[ki] = priced{}, true
+				lp.domSkipped++
+				continue
+			}
+			fills, worths, cannot := lp.knapsack(&lp.kinds[ki], pi)
+			res[ki], proven[ki] = priced{fills, worths}, cannot
+		}
+	}
 	added := false
 	for ki := range lp.kinds {
 		k := &lp.kinds[ki]
-		fills, worths := lp.knapsack(k, pi)
-		for i, counts := range fills {
-			if worths[i] > k.price*(1+1e-6) && lp.add(ki, counts) {
+		for i, counts := range res[ki].fills {
+			if res[ki].worths[i] > k.price*(1+1e-6) && lp.add(ki, counts) {
 				added = true
 			}
 		}
+		res[ki] = priced{}
 	}
 	return added
+}
+
+// dominatedKinds sets domRoots: for a kind another dominates — its items (ok) are a subset of
+// the other's, its allocatable is at most the other's in every resource, its price at least the
+// other's (ties broken by index) — the kinds no other dominates that dominate it (there is one:
+// dominance is a strict order), else nil. Every
+// fill of the dominated kind is a fill of its dominator, worth the same, so when the dominator's
+// knapsack bound proves no fill of it worth more than its price, no fill of the dominated kind
+// (dearer) is worth more than its own: pricing skips it. Only the proof is shared: a dominated kind
+// whose dominator may price out is priced as before, so the columns added are the same.
+func (lp *patternLP) dominatedKinds() {
+	K := len(lp.kinds)
+	lp.domRoots = make([][]int, K)
+	beats := func(j, i int) bool { // kind j dominates kind i
+		a, b := &lp.kinds[i], &lp.kinds[j]
+		if b.price > a.price {
+			return false
+		}
+		ta, tb := lp.p.types[a.t], lp.p.types[b.t]
+		if !lessEq(ta.alloc, tb.alloc) {
+			return false
+		}
+		if b.price == a.price && lessEq(tb.alloc, ta.alloc) && len(b.ok) == len(a.ok) && j > i {
+			return false // the same kind twice over: the first dominates
+		}
+		if len(b.ok) < len(a.ok) {
+			return false
+		}
+		for _, g := range a.ok {
+			if !lp.okMask[j][g] {
+				return false
+			}
+		}
+		return true
+	}
+	dominated := make([]bool, K)
+	for i := range lp.kinds {
+		for j := range lp.kinds {
+			if j != i && beats(j, i) {
+				dominated[i] = true
+				break
+			}
+		}
+	}
+	for i := range lp.kinds {
+		if !dominated[i] {
+			continue
+		}
+		for j := range lp.kinds {
+			if !dominated[j] && beats(j, i) {
+				lp.domRoots[i] = append(lp.domRoots[i], j)
+			}
+		}
+	}
 }
 
 // knapsack fills one node of kind k with the items of most dual worth: greedy fills in several
 // orders (by worth per share of the node on the sum of resources, on the largest, on each
 // resource alone), and returns the fills worth more than the node's price (those that price out).
-func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, worths []float64) {
+//
+// cannot reports that the kind was proven unable to price out (no item to fill it with, or its
+// bound not above its price), not merely that no fill did.
+func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, worths []float64, cannot bool) {
 	t := lp.p.types[k.t]
 	kb := &lp.kbuf
 	cands := kb.cands[:0]
@@ -609,14 +704,14 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 	}
 	kb.cands = cands
 	if len(cands) == 0 {
-		return nil, nil
+		return nil, nil, true
 	}
 	// A kind whose bound is not above its price cannot price out (the margin covers rounding in
 	// the bound's arithmetic).
 	target := k.price * (1 + 1e-6) / (1 + 1e-9)
 	wb, ri, ratio := lp.worthBound(k, pi, cands)
 	if wb <= target || lp.knapsackBound(k, pi, cands, ri, ratio, target) <= target {
-		return nil, nil
+		return nil, nil, true
 	}
 	share := func(gi, r int) float64 {
 		if t.alloc[r] <= 0 {
@@ -677,7 +772,7 @@ func (lp *patternLP) knapsack(k *patKind, pi []float64) (fills []map[int]int, wo
 	for o := 0; o < 2; o++ {
 		keep(lp.roomFill(t, cands, pi, used, o == 1))
 	}
-	return fills, worths
+	return fills, worths, false
 }
 
 // generate alternates solving and pricing until no pattern prices out, rounds pricing rounds

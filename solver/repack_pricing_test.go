@@ -103,7 +103,7 @@ func TestKnapsackBoundHoldsAgainstBruteForce(t *testing.T) {
 		// each fill they try is returned).
 		lp.s = &solver{d: &dims{names: make([]corev1.ResourceName, R)}}
 		lp.kinds[0].price = 0
-		fills, worths := lp.knapsack(&lp.kinds[0], c.pi)
+		fills, worths, _ := lp.knapsack(&lp.kinds[0], c.pi)
 		if len(fills) == 0 {
 			t.Fatalf("case %d: no fill at price 0", i)
 		}
@@ -165,4 +165,74 @@ func TestKinkAtMatchesTheSort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDominatedKindsShareTheProof: pricing skips a kind whose dominator (every item of it, at
+// least its allocatable, at most its price) was proven unable to price out, and adds the very
+// patterns, in the same order, that pricing every kind adds.
+func TestDominatedKindsShareTheProof(t *testing.T) {
+	skipped, pats := 0, 0
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		build := func() *patternLP {
+			rng := rand.New(rand.NewPCG(seed, 10))
+			const items = 8
+			lp := &patternLP{s: &solver{d: &dims{names: make([]corev1.ResourceName, 2)}}, p: &pool{}, need: make([]int, items), rows: []int{0, 1}, seen: map[string]bool{}}
+			for g := range items {
+				lp.items = append(lp.items, &item{c: &class{req: resVec{int64(250 * (1 + rng.IntN(8))), int64(512 * (1 + rng.IntN(16)))}}})
+				lp.need[g] = 1 + rng.IntN(30)
+			}
+			for ti := range 12 {
+				size := int64(1 << rng.IntN(5))
+				alloc := resVec{2000 * size, 4096 * size * int64(1+rng.IntN(3))}
+				lp.p.types = append(lp.p.types, &itype{alloc: alloc})
+				price := 0.05 * float64(size) * (1 + rng.Float64())
+				// Each type twice: as it is, and dearer with room for fewer items (dominated).
+				for _, k := range []patKind{{t: ti, price: price}, {t: ti, price: price * 1.2}} {
+					mask := make([]bool, items)
+					for g := range items {
+						if lessEq(lp.items[g].c.req, alloc) && (k.price == price || rng.IntN(3) > 0) {
+							k.ok, mask[g] = append(k.ok, g), true
+						}
+					}
+					k.id = len(lp.kinds)
+					lp.kinds, lp.okMask = append(lp.kinds, k), append(lp.okMask, mask)
+				}
+			}
+			return lp
+		}
+		pi := make([]float64, 8)
+		for g := range pi {
+			pi[g] = 0.002 + 0.03*rng.Float64()
+		}
+		every, shared := build(), build()
+		shared.dominatedKinds()
+		for round := range 3 {
+			every.price(pi)
+			shared.price(pi)
+			for g := range pi {
+				pi[g] *= 1.1 + 0.1*float64(round)
+			}
+		}
+		if len(every.pats) != len(shared.pats) {
+			t.Fatalf("seed %d: %d patterns pricing every kind, %d sharing the proof", seed, len(every.pats), len(shared.pats))
+		}
+		for i := range every.pats {
+			a, b := every.pats[i], shared.pats[i]
+			if a.kind != b.kind || !slices.Equal(a.keys, b.keys) {
+				t.Fatalf("seed %d: pattern %d differs: %+v vs %+v", seed, i, a, b)
+			}
+			for _, g := range a.keys {
+				if a.counts[g] != b.counts[g] {
+					t.Fatalf("seed %d: pattern %d differs: %+v vs %+v", seed, i, a, b)
+				}
+			}
+		}
+		skipped += shared.domSkipped
+		pats += len(every.pats)
+	}
+	if skipped == 0 || pats == 0 {
+		t.Fatalf("no knapsack was skipped: the test proves nothing")
+	}
+	t.Logf("%d knapsacks skipped, %d patterns added over 40 LPs × 3 rounds", skipped, pats)
 }

@@ -46,6 +46,37 @@ type simplexScratch struct {
 	ents    []entry
 	alpha   []float64
 	nz      []int
+	// dj: reduced costs; stamp: the pivot that last priced a column; rowStart, rowCols: the
+	// columns with an entry in each row
+	dj                []float64
+	stamp             []int32
+	rowStart, rowCols []int32
+	// priced counts the columns priced; alwaysFull prices every column at every pivot (tests
+	// compare the two)
+	priced     int
+	alwaysFull bool
+}
+
+// transpose lists, per row, the columns with an entry in it (rowCols[rowStart[r]:rowStart[r+1]]),
+// in sc's buffers.
+func transpose(m int, start []int32, ents []entry, sc *simplexScratch) (rowStart, rowCols []int32) {
+	rowStart = slices.Grow(sc.rowStart[:0], m+1)[:m+1]
+	clear(rowStart)
+	for _, e := range ents {
+		rowStart[e.row+1]++
+	}
+	for r := 0; r < m; r++ {
+		rowStart[r+1] += rowStart[r]
+	}
+	rowCols = slices.Grow(sc.rowCols[:0], len(ents))[:len(ents)]
+	next := append([]int32(nil), rowStart[:m]...)
+	for j := 0; j+1 < len(start); j++ {
+		for _, e := range ents[start[j]:start[j+1]] {
+			rowCols[next[e.row]] = int32(j)
+			next[e.row]++
+		}
+	}
+	return rowStart, rowCols
 }
 
 // revisedSimplexWith is revisedSimplexFrom with its working arrays in sc (nil: allocated).
@@ -80,30 +111,94 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 	}
 	alpha := slices.Grow(sc.alpha[:0], m)[:m]
 	nz := slices.Grow(sc.nz[:0], m)
+	// The reduced costs are kept across pivots: a pivot changes π only on the rows nz of the
+	// pivot row, so only the columns with an entry there (and the column that left the basis)
+	// are priced again — with the same arithmetic, so every reduced cost is the one pricing
+	// from scratch gives. When the pivot row is dense, every column is priced, as before.
+	dj := slices.Grow(sc.dj[:0], n)[:n]
+	stamp := slices.Grow(sc.stamp[:0], n)[:n]
+	clear(stamp)
+	var rowStart, rowCols []int32 // the transpose, built the first time it pays
 	defer func() {
 		sc.isBasic, sc.cost, sc.start, sc.ents, sc.alpha, sc.nz = isBasic, cost, start, ents, alpha, nz
+		sc.dj, sc.stamp = dj, stamp
+		if rowCols != nil {
+			sc.rowStart, sc.rowCols = rowStart, rowCols
+		}
 	}()
+	price := func(j int) {
+		sc.priced++
+		d := cost[j]
+		for _, e := range ents[start[j]:start[j+1]] {
+			d -= pi[e.row] * e.val
+		}
+		dj[j] = d
+	}
 	pi = make([]float64, m)
 	degenerate := 0
 	recomputeDuals(pi, binv, basis, cols, m)
+	// full: price every column; left: the column that left the basis; stale: some reduced costs
+	// were not brought up to date
+	full, left, stale := true, -1, false
 	for iter := 0; iter < maxIter; iter++ {
 		if iter%64 == 63 {
 			recomputeDuals(pi, binv, basis, cols, m)
+			full = true
+		}
+		if !full && rowCols == nil {
+			rowStart, rowCols = transpose(m, start, ents, sc)
 		}
 		bland := degenerate > 50
 		enter, best := -1, -eps
-		for j, basic := range isBasic {
-			if basic {
-				continue
+		if full {
+			// Every column priced and chosen from in one sweep, as before the reduced costs were
+			// kept; a Bland's-rule sweep that stops early leaves the rest stale, so the next
+			// pivot prices every column again.
+			priced := 0
+			for j, basic := range isBasic {
+				if basic {
+					continue
+				}
+				d := cost[j]
+				for _, e := range ents[start[j]:start[j+1]] {
+					d -= pi[e.row] * e.val
+				}
+				dj[j] = d
+				priced++
+				if d < best*(1+1e-12) || (bland && d < -eps) {
+					enter, best = j, d
+					if bland {
+						stale = true
+						break
+					}
+				}
 			}
-			d := cost[j]
-			for _, e := range ents[start[j]:start[j+1]] {
-				d -= pi[e.row] * e.val
+			sc.priced += priced
+		} else {
+			mark := int32(iter + 1)
+			for _, k := range nz {
+				for _, j := range rowCols[rowStart[k]:rowStart[k+1]] {
+					if stamp[j] != mark {
+						stamp[j] = mark
+						if !isBasic[j] {
+							price(int(j))
+						}
+					}
+				}
 			}
-			if d < best*(1+1e-12) || (bland && d < -eps) {
-				enter, best = j, d
-				if bland {
-					break
+			if left >= 0 && stamp[left] != mark {
+				price(left)
+			}
+			for j, basic := range isBasic {
+				if basic {
+					continue
+				}
+				d := dj[j]
+				if d < best*(1+1e-12) || (bland && d < -eps) {
+					enter, best = j, d
+					if bland {
+						break
+					}
 				}
 			}
 		}
@@ -170,9 +265,12 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 		for _, k := range nz {
 			pi[k] += best * pr[k]
 		}
-		isBasic[basis[leave]] = false
+		left = basis[leave]
+		isBasic[left] = false
 		isBasic[enter] = true
 		basis[leave] = enter
+		full = 4*len(nz) > m || sc.alwaysFull || stale
+		stale = false
 	}
 	return pi, primal(xb, basis, len(cols)), false, maxIter
 }

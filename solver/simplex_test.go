@@ -16,45 +16,7 @@ func TestRevisedSimplexMatchesGonum(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	for trial := 0; trial < 20; trial++ {
 		G, K, R := 2+rng.Intn(4), 2+rng.Intn(4), 1+rng.Intn(3)
-		m := G + K*R
-		b := make([]float64, m)
-		var cols []sparseCol
-		basis := make([]int, m)
-		for g := 0; g < G; g++ {
-			b[g] = float64(1 + rng.Intn(20))
-			basis[g] = len(cols)
-			cols = append(cols, sparseCol{cost: 1000, rows: []int32{int32(g)}, vals: []float64{1}})
-			cols = append(cols, sparseCol{rows: []int32{int32(g)}, vals: []float64{-1}})
-		}
-		d := make([][]float64, G)
-		for g := range d {
-			d[g] = make([]float64, R)
-			for r := range d[g] {
-				d[g][r] = 0.05 + rng.Float64()*0.3
-			}
-		}
-		for k := 0; k < K; k++ {
-			x := sparseCol{cost: 0.5 + rng.Float64()}
-			for r := 0; r < R; r++ {
-				row := G + k*R + r
-				basis[row] = len(cols)
-				cols = append(cols, sparseCol{rows: []int32{int32(row)}, vals: []float64{1}})
-				x.rows = append(x.rows, int32(row))
-				x.vals = append(x.vals, -(0.5 + rng.Float64()))
-			}
-			cols = append(cols, x)
-			for g := 0; g < G; g++ {
-				if rng.Intn(4) == 0 && k > 0 {
-					continue // not every group may use every offering
-				}
-				y := sparseCol{rows: []int32{int32(g)}, vals: []float64{1}}
-				for r := 0; r < R; r++ {
-					y.rows = append(y.rows, int32(G+k*R+r))
-					y.vals = append(y.vals, d[g][r])
-				}
-				cols = append(cols, y)
-			}
-		}
+		m, b, cols, basis := assignmentLP(rng, G, K, R, func(k int) bool { return rng.Intn(4) == 0 && k > 0 })
 		pi, _, ok := revisedSimplex(m, b, cols, append([]int(nil), basis...), 10000)
 		if !ok {
 			t.Fatalf("trial %d: not optimal", trial)
@@ -79,4 +41,90 @@ func TestRevisedSimplexMatchesGonum(t *testing.T) {
 			t.Errorf("trial %d: revisedSimplex optimum %.9f, gonum %.9f", trial, got, want)
 		}
 	}
+}
+
+// TestSimplexRepricesOnlyChangedColumns: a pivot changes the duals only on the rows where the
+// pivot row of B⁻¹ is nonzero, so only the columns with an entry there are priced again; the
+// solve is bit for bit the one that prices every column at every pivot, with far fewer pricings
+// on an assignment-shaped LP (sparse pivot rows).
+func TestSimplexRepricesOnlyChangedColumns(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	// a group may use a third of the offerings
+	m, b, cols, basis := assignmentLP(rng, 40, 60, 2, func(int) bool { return rng.Intn(3) != 0 })
+	solve := func(sc *simplexScratch) (pi, x []float64, iters int) {
+		binv := make([]float64, m*m)
+		for i := 0; i < m; i++ {
+			binv[i*m+i] = 1
+		}
+		pi, x, ok, iters := revisedSimplexWith(sc, m, b, cols, append([]int(nil), basis...), binv, append([]float64(nil), b...), 10000)
+		if !ok {
+			t.Fatalf("not optimal after %d pivots", iters)
+		}
+		return pi, x, iters
+	}
+	every, changed := &simplexScratch{alwaysFull: true}, &simplexScratch{}
+	piE, xE, itE := solve(every)
+	piC, xC, itC := solve(changed)
+	if itE != itC {
+		t.Fatalf("%d pivots pricing every column, %d pricing the changed ones", itE, itC)
+	}
+	for i := range piE {
+		if piE[i] != piC[i] {
+			t.Fatalf("dual %d: %v pricing every column, %v pricing the changed ones", i, piE[i], piC[i])
+		}
+	}
+	for j := range xE {
+		if xE[j] != xC[j] {
+			t.Fatalf("primal %d: %v pricing every column, %v pricing the changed ones", j, xE[j], xC[j])
+		}
+	}
+	if changed.priced*10 > every.priced*7 {
+		t.Fatalf("%d column pricings, pricing every column %d: want at least 30 %% fewer", changed.priced, every.priced)
+	}
+	t.Logf("%d pivots; %d column pricings instead of %d", itC, changed.priced, every.priced)
+}
+
+// assignmentLP is a random assignment-shaped LP: G cover rows with an artificial and a surplus
+// each, and per offering k R capacity rows with a slack each, its node column, and a column per
+// group that may use it (skip(k) says it may not).
+func assignmentLP(rng *rand.Rand, G, K, R int, skip func(k int) bool) (m int, b []float64, cols []sparseCol, basis []int) {
+	m = G + K*R
+	b = make([]float64, m)
+	basis = make([]int, m)
+	for g := 0; g < G; g++ {
+		b[g] = float64(1 + rng.Intn(20))
+		basis[g] = len(cols)
+		cols = append(cols, sparseCol{cost: 1000, rows: []int32{int32(g)}, vals: []float64{1}})
+		cols = append(cols, sparseCol{rows: []int32{int32(g)}, vals: []float64{-1}})
+	}
+	d := make([][]float64, G)
+	for g := range d {
+		d[g] = make([]float64, R)
+		for r := range d[g] {
+			d[g][r] = 0.05 + rng.Float64()*0.3
+		}
+	}
+	for k := 0; k < K; k++ {
+		x := sparseCol{cost: 0.5 + rng.Float64()}
+		for r := 0; r < R; r++ {
+			row := G + k*R + r
+			basis[row] = len(cols)
+			cols = append(cols, sparseCol{rows: []int32{int32(row)}, vals: []float64{1}})
+			x.rows = append(x.rows, int32(row))
+			x.vals = append(x.vals, -(0.5 + rng.Float64()))
+		}
+		cols = append(cols, x)
+		for g := 0; g < G; g++ {
+			if skip(k) {
+				continue
+			}
+			y := sparseCol{rows: []int32{int32(g)}, vals: []float64{1}}
+			for r := 0; r < R; r++ {
+				y.rows = append(y.rows, int32(G+k*R+r))
+				y.vals = append(y.vals, d[g][r])
+			}
+			cols = append(cols, y)
+		}
+	}
+	return m, b, cols, basis
 }
