@@ -69,8 +69,10 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
 	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Launched", "Launch", "Launched %s (%s, %s, %s)",
-		nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+	if c.launchedEvents.TryAccept() {
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Launched", "Launch", "Launched %s (%s, %s, %s)",
+			nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+	}
 	return reconcile.Result{}, nil
 }
 
