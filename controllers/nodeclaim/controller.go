@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/cache"
@@ -108,19 +109,31 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return result, stepErr
 }
 
-// persist writes metadata and status changes, one patch each, computed against what was read.
+// persist writes metadata and status changes, one patch each, computed against what was read. The
+// two patches touch disjoint parts of the claim and carry no resource version, so they are sent
+// together: a launch writes both (the instance's labels, then Launched and Registered), and one
+// after the other they were two of the four round trips that bound each lifecycle worker's launch
+// rate. Should the metadata patch fail where the status patch did not, the next reconcile writes
+// the launch's labels again from the launch it remembers (launch).
 func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	var g errgroup.Group
 	if !equality.Semantic.DeepEqual(stored.ObjectMeta, nc.ObjectMeta) {
-		if err := c.kube.Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s: %w", nc.Name, err))
-		}
+		g.Go(func() error {
+			if err := c.kube.Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
+				return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s: %w", nc.Name, err))
+			}
+			return nil
+		})
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		if err := c.kube.Status().Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
-			return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
-		}
+		g.Go(func() error {
+			if err := c.kube.Status().Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
+				return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // Register sets the controller up with the manager. The queue is controller-runtime's priority
