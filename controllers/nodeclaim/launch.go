@@ -19,6 +19,11 @@ import (
 // launch and status write does not launch twice) and records what was launched.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if l := nc.GetCondition(v1.ConditionTypeLaunched); l != nil && (l.Status == metav1.ConditionTrue || l.Reason == reasonCannotLaunch) {
+		if prev, ok := c.launched.Get(nc.UID); ok && l.Status == metav1.ConditionTrue {
+			// The launch's metadata patch may have failed where its status patch did not (persist
+			// sends both at once): its labels and annotations again, a no-op when they are there.
+			withLaunchMetadata(nc, prev.(*v1.NodeClaim))
+		}
 		return reconcile.Result{}, nil
 	}
 	launched, err := c.create(ctx, nc)
@@ -52,26 +57,34 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 		nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", truncate(err.Error()))
 		return reconcile.Result{}, fmt.Errorf("launching nodeclaim %s: %w", nc.Name, err)
 	}
+	withLaunchMetadata(nc, launched)
+	nc.Status.ProviderID = launched.Status.ProviderID
+	nc.Status.ImageID = launched.Status.ImageID
+	nc.Status.Capacity = launched.Status.Capacity
+	nc.Status.Allocatable = launched.Status.Allocatable
+	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	if c.launchedEvents.TryAccept() {
+		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Launched", "Launch", "Launched %s (%s, %s, %s)",
+			nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
+	}
+	return reconcile.Result{}, nil
+}
+
+// withLaunchMetadata copies the launched instance's labels and annotations (e.g. the NodeClass hash
+// drift is measured against) onto the claim.
+func withLaunchMetadata(nc, launched *v1.NodeClaim) {
 	if nc.Labels == nil {
 		nc.Labels = map[string]string{}
 	}
 	for k, v := range launched.Labels {
 		nc.Labels[k] = v
 	}
-	for k, v := range launched.Annotations { // e.g. the NodeClass hash drift is measured against
+	for k, v := range launched.Annotations {
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}
 		nc.Annotations[k] = v
 	}
-	nc.Status.ProviderID = launched.Status.ProviderID
-	nc.Status.ImageID = launched.Status.ImageID
-	nc.Status.Capacity = launched.Status.Capacity
-	nc.Status.Allocatable = launched.Status.Allocatable
-	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "Launched", "Launch", "Launched %s (%s, %s, %s)",
-		nc.Status.ProviderID, nc.Labels[v1.LabelInstanceType], nc.Labels[v1.LabelTopologyZone], nc.Labels[v1.CapacityTypeLabelKey])
-	return reconcile.Result{}, nil
 }
 
 // launchMemory is how long a launch result is remembered: long enough for the cache to show the

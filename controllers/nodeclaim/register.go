@@ -82,9 +82,10 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 
 // launchedNode returns the Node the provider reported creating when it launched the claim in this
 // process (status.nodeName of the launch result remembered for launchMemory; KWOK creates its Nodes
-// itself), read from the apiserver, or nil. Right after the launch the cache does not show that
-// Node yet: waiting for it cost every claim a second reconcile on the lifecycle's queue and one
-// more status write (Registered=Unknown, then True).
+// itself), or nil: the provider's own copy of what it wrote when it keeps one (nodeWriter), else
+// read from the apiserver. Right after the launch the cache does not show that Node yet: waiting
+// for it cost every claim a second reconcile on the lifecycle's queue and one more status write
+// (Registered=Unknown, then True).
 func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
 	prev, ok := c.launched.Get(nc.UID)
 	if !ok {
@@ -94,6 +95,11 @@ func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim) (*corev
 	if name == "" {
 		return nil, nil
 	}
+	if w, ok := c.cloud.(nodeWriter); ok {
+		if node := w.WrittenNode(name); node != nil && node.Spec.ProviderID == nc.Status.ProviderID {
+			return node, nil
+		}
+	}
 	node := &corev1.Node{}
 	if err := c.live.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return nil, client.IgnoreNotFound(err)
@@ -102,6 +108,13 @@ func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim) (*corev
 		return nil, nil
 	}
 	return node, nil
+}
+
+// nodeWriter is a provider that writes the Node itself at launch (KWOK) and hands back, once, the
+// Node it wrote, as the apiserver returned it. Registering from that copy saves reading the Node
+// back: one round trip per launch on a lifecycle worker.
+type nodeWriter interface {
+	WrittenNode(name string) *corev1.Node
 }
 
 func hasTaint(node *corev1.Node, key string) bool {
