@@ -42,14 +42,14 @@ func (p *Provisioner) snapshot(ctx context.Context) (*snapshot.Snapshot, error) 
 // listCluster reads every object a snapshot needs from the cache.
 func (p *Provisioner) listCluster(ctx context.Context) (snapshot.Cluster, error) {
 	var (
-		c      snapshot.Cluster
+		c     snapshot.Cluster
 		pools v1.NodePoolList
 		dss   appsv1.DaemonSetList
-		pvcs   corev1.PersistentVolumeClaimList
-		pvs    corev1.PersistentVolumeList
-		scs    storagev1.StorageClassList
-		csis   storagev1.CSINodeList
-		nss    corev1.NamespaceList
+		pvcs  corev1.PersistentVolumeClaimList
+		pvs   corev1.PersistentVolumeList
+		scs   storagev1.StorageClassList
+		csis  storagev1.CSINodeList
+		nss   corev1.NamespaceList
 	)
 	for _, l := range []client.ObjectList{&pools, &dss, &pvcs, &pvs, &scs, &csis, &nss} {
 		if err := p.kube.List(ctx, l); err != nil {
