@@ -46,7 +46,11 @@ func CacheOptions() cache.Options {
 // guardrails read (metadata but managed fields and kubectl's last-applied copy; the spec but, of
 // each container, everything except name, resources, ports and restart policy; the status but
 // container statuses) and drops the rest, mostly container env, commands, probes, mounts and the
-// per-container status.
+// per-container status. Of the volumes it keeps those that attach to a node (claims, generic
+// ephemeral and inline CSI volumes: volume topology and attach limits); the service-account token,
+// config map, secret, downward API and emptyDir volumes every pod has are never read (~1 KB a pod
+// as decoded). The pod's security context, image pull secrets, host aliases, DNS config, readiness
+// gates and its IPs and start time are not read either.
 func TrimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -59,6 +63,14 @@ func TrimPod(obj any) (any, error) {
 	pod.Spec.Containers = trimContainers(pod.Spec.Containers)
 	pod.Spec.InitContainers = trimContainers(pod.Spec.InitContainers)
 	pod.Spec.EphemeralContainers = nil // never count towards requests
+	pod.Spec.Volumes = attachableVolumes(pod.Spec.Volumes)
+	pod.Spec.SecurityContext = nil
+	pod.Spec.ImagePullSecrets = nil
+	pod.Spec.HostAliases = nil
+	pod.Spec.DNSConfig = nil
+	pod.Spec.ReadinessGates = nil
+	pod.Status.HostIP, pod.Status.HostIPs, pod.Status.PodIP, pod.Status.PodIPs = "", nil, "", nil
+	pod.Status.StartTime = nil
 	pod.Status.ContainerStatuses = nil
 	pod.Status.InitContainerStatuses = nil
 	pod.Status.EphemeralContainerStatuses = nil
@@ -74,27 +86,40 @@ func (s *sharedMaps) trimAndSharePod(obj any) (any, error) {
 	return out, err
 }
 
-// trimContainers keeps the container fields the solver reads: requests and limits, host ports, and
-// the restart policy that makes an init container a sidecar.
-func trimContainers(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i := range cs {
-		out[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy}
-		for _, p := range cs[i].Ports {
-			if p.HostPort != 0 {
-				out[i].Ports = append(out[i].Ports, p)
-			}
+// attachableVolumes keeps the volumes the solver reads (solver.PodVolumes): persistent volume
+// claims, generic ephemeral volumes and inline CSI volumes; nil when there are none.
+func attachableVolumes(vs []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range vs {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil || v.CSI != nil {
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
+// trimContainers keeps the container fields the solver reads: requests and limits, host ports, and
+// the restart policy that makes an init container a sidecar. It trims the decoded slice in place (a
+// container struct is ~800 bytes before any field: a new slice per pod event was garbage at once).
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	for i := range cs {
+		ports := cs[i].Ports[:0]
+		for _, p := range cs[i].Ports {
+			if p.HostPort != 0 {
+				ports = append(ports, p)
+			}
+		}
+		if len(ports) == 0 {
+			ports = nil
+		}
+		cs[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy, Ports: ports}
+	}
+	return cs
+}
+
 // TrimNode is the node cache transform: it drops managed fields, kubectl's last-applied copy and the
-// status lists Joist never reads (container images, which kubelets report by the dozen, and
-// attached volumes).
+// status lists Joist never reads (container images, which kubelets report by the dozen, attached
+// volumes, addresses, runtime handlers, the kubelet's endpoint, config source and features).
 func TrimNode(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -105,6 +130,11 @@ func TrimNode(obj any) (any, error) {
 	node.Status.Images = nil
 	node.Status.VolumesAttached = nil
 	node.Status.VolumesInUse = nil
+	node.Status.Addresses = nil
+	node.Status.RuntimeHandlers = nil
+	node.Status.DaemonEndpoints = corev1.NodeDaemonEndpoints{}
+	node.Status.Config = nil
+	node.Status.Features = nil
 	return node, nil
 }
 

@@ -5,6 +5,7 @@ package indexes
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,8 +33,9 @@ const (
 )
 
 // Register adds every index to the indexer (the manager's field indexer). When the indexer is the
-// manager's cache, pods by UID and nodes by provider ID are also indexed in the informers' stores
-// (CachedPodByUID, CachedNodeForClaim); pods by UID only there.
+// manager's cache, nodes by provider ID are also indexed in the node informer's store
+// (CachedNodeForClaim) and pods by UID are kept in a map from the pod informer's events
+// (CachedPodByUID); pods by UID only there.
 func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeName, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
@@ -97,10 +99,47 @@ func NodeForClaim(ctx context.Context, reader client.Reader, nc *v1.NodeClaim, o
 // one-key sets per pod, ~30 MB at 50,000 pods. (A release reads the node of every claim of its batch
 // on each pass: the list copies were 13 MB of the 89 MB live heap at the 5,000-pod peak of make
 // bench-scale.)
-const (
-	nodeProviderIDStore = "joist.dev/node-provider-id"
-	podUIDStore         = "joist.dev/pod-uid"
-)
+//
+// Pods by UID are a plain map kept from the pod informer's events instead (podUIDs): a store index
+// holds a one-key set per pod, which with its index entry was most of the 28.6 MB the store
+// indexes held at 50,000 pods.
+const nodeProviderIDStore = "joist.dev/node-provider-id"
+
+// podUIDs maps each cached pod's UID to the pod informer's latest object, kept by an event handler
+// of that informer: one map entry per pod (~50 bytes) where a store index held a set per pod.
+type podUIDs struct {
+	mu   sync.RWMutex
+	pods map[types.UID]*corev1.Pod
+}
+
+func (m *podUIDs) set(obj any) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		m.mu.Lock()
+		m.pods[p.UID] = p
+		m.mu.Unlock()
+	}
+}
+
+func (m *podUIDs) remove(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		m.mu.Lock()
+		delete(m.pods, p.UID)
+		m.mu.Unlock()
+	}
+}
+
+func (m *podUIDs) get(uid types.UID) *corev1.Pod {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.pods[uid]
+}
+
+// uidMaps holds the podUIDs of each pod informer Register was given (keyed by the informer), for
+// CachedPodByUID, whose callers name the cache, not the map.
+var uidMaps sync.Map
 
 // nodeType and podType name the node and pod informers on every store lookup. They are never
 // written: a new object per lookup (~900 B) was a quarter of all allocation at 5,000 pods.
@@ -119,12 +158,20 @@ func registerStore(ctx context.Context, informers ctrlcache.Informers) error {
 	}); err != nil {
 		return err
 	}
-	return addStoreIndex(ctx, informers, &corev1.Pod{}, podUIDStore, func(obj any) []string {
-		if p, ok := obj.(*corev1.Pod); ok {
-			return []string{string(p.UID)}
-		}
-		return nil
-	})
+	sii, err := store(ctx, informers, &corev1.Pod{})
+	if err != nil || sii == nil {
+		return err
+	}
+	m := &podUIDs{pods: map[types.UID]*corev1.Pod{}}
+	if _, err := sii.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    m.set,
+		UpdateFunc: func(_, obj any) { m.set(obj) },
+		DeleteFunc: m.remove,
+	}); err != nil {
+		return fmt.Errorf("watching pods by uid: %w", err)
+	}
+	uidMaps.Store(sii, m)
+	return nil
 }
 
 func addStoreIndex(ctx context.Context, informers ctrlcache.Informers, obj client.Object, name string, values func(any) []string) error {
@@ -171,12 +218,18 @@ func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube
 	return NodeForClaim(ctx, kube, nc, client.UnsafeDisableDeepCopy)
 }
 
-// CachedPodByUID returns the pod with the UID, or nil: the cache's own object, read only. Without
-// the store index it lists from kube by the PodUID field index.
+// CachedPodByUID returns the pod with the UID, or nil: the cache's own object (as the informer's
+// handlers last saw it), read only. Without the map (informers nil, or not registered by Register)
+// it lists from kube by the PodUID field index.
 func CachedPodByUID(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, uid types.UID) (*corev1.Pod, error) {
-	pod, indexed, err := byStoreIndex[*corev1.Pod](ctx, informers, podType, podUIDStore, string(uid))
-	if indexed || err != nil {
-		return pod, err
+	sii, err := store(ctx, informers, podType)
+	if err != nil {
+		return nil, err
+	}
+	if sii != nil {
+		if m, ok := uidMaps.Load(sii); ok {
+			return m.(*podUIDs).get(uid), nil
+		}
 	}
 	pods := &corev1.PodList{}
 	if err := kube.List(ctx, pods, client.MatchingFields{PodUID: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {

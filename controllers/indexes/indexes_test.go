@@ -2,6 +2,7 @@ package indexes_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,14 +76,20 @@ func startIndexedCache(t *testing.T) (*env.Env, context.Context, cache.Cache) {
 	return e, ctx, informers
 }
 
-// CachedPodByUID finds a pod by UID in the pod store and returns the cache's own object; a UID no pod
-// has finds nothing.
+// CachedPodByUID finds a pod by UID and returns the cache's own object, finds nothing for a UID no
+// pod has or once the pod is deleted, and keeps no per-pod set in the pod store's indexes (a store
+// index by UID held one per pod: most of the 28.6 MB the indexes held at 50,000 pods).
 func TestCachedPodByUIDReadsTheStore(t *testing.T) {
 	e, ctx, informers := startIndexedCache(t)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: "default"},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
-	if err := e.Client.Create(ctx, pod); err != nil {
-		t.Fatal(err)
+	const n = 50
+	var uids []types.UID
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+		if err := e.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		uids = append(uids, pod.UID)
 	}
 	read := func(uid types.UID) *corev1.Pod {
 		t.Helper()
@@ -92,15 +100,37 @@ func TestCachedPodByUIDReadsTheStore(t *testing.T) {
 		return p
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return read(pod.UID) != nil, nil
+		return read(uids[n-1]) != nil, nil
 	}); err != nil {
-		t.Fatal("the cache never showed the pod")
+		t.Fatal("the cache never showed the pods")
 	}
-	if first, second := read(pod.UID), read(pod.UID); first.Name != "app" || first != second {
-		t.Errorf("read %s then a different object (%v): want app, the cache's own both times", first.Name, first != second)
+	inf, err := informers.GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexer := inf.(toolscache.SharedIndexInformer).GetIndexer()
+	for i, uid := range uids {
+		p := read(uid)
+		stored, _, _ := indexer.GetByKey("default/" + fmt.Sprintf("app-%d", i))
+		if p == nil || p.Name != fmt.Sprintf("app-%d", i) || p != stored {
+			t.Fatalf("uid of app-%d read %v: want the store's own app-%d", i, p, i)
+		}
 	}
 	if p := read("no-such-uid"); p != nil {
 		t.Errorf("an unknown uid found pod %s", p.Name)
+	}
+	for name := range indexer.GetIndexers() {
+		if values := indexer.ListIndexFuncValues(name); len(values) >= n {
+			t.Errorf("the pod store's index %s keeps %d values for %d pods: a set per pod", name, len(values), n)
+		}
+	}
+	if err := e.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app-0", Namespace: "default"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return read(uids[0]) == nil, nil
+	}); err != nil {
+		t.Error("a deleted pod is still found by its uid")
 	}
 }
 

@@ -33,7 +33,7 @@ import (
 	_ "github.com/joist-dev/joist/controllers/disruption"
 	nodemetrics "github.com/joist-dev/joist/controllers/metrics/node"
 	_ "github.com/joist-dev/joist/controllers/metrics/nodeclaim"
-	_ "github.com/joist-dev/joist/controllers/metrics/nodepool"
+	nodepoolmetrics "github.com/joist-dev/joist/controllers/metrics/nodepool"
 	_ "github.com/joist-dev/joist/controllers/metrics/pod"
 	"github.com/joist-dev/joist/controllers/podmetrics"
 	_ "github.com/joist-dev/joist/controllers/provisioning"
@@ -207,6 +207,10 @@ func registered(t *testing.T) map[string]series {
 	if err := registerNodeCollector(node); err != nil {
 		t.Fatal(err)
 	}
+	// karpenter_nodepools_cost_total is a collector summing the pools' costs at scrape time: one
+	// series to read its type from.
+	nodepoolmetrics.CostPerHour.WithLabelValues("p").Set(0)
+	defer nodepoolmetrics.CostPerHour.DeleteLabelValues("p")
 	reg, ok := crmetrics.Registry.(*prometheus.Registry)
 	if !ok {
 		t.Fatalf("controller-runtime's registry is a %T", crmetrics.Registry)

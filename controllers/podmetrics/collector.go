@@ -27,7 +27,7 @@ import (
 )
 
 // stateLabels are karpenter_pods_state's label names, in the order labels returns their values.
-var stateLabels = []string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}
+var stateLabels = stateLabelsArray[:]
 
 var stateDesc = prometheus.NewDesc("karpenter_pods_state",
 	"Pod state is the current state of pods, labeled by pod name, namespace, owner, node, whether the pod is scheduled, "+
@@ -92,8 +92,10 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 		return err
 	}
 	sums := map[string]*nodeSums{}
+	var pairs statePairs
+	var values [len(stateLabelsArray)]string
 	for _, pod := range pods {
-		ch <- &podState{values: labels(pod, byName)}
+		ch <- pairs.sample(&pod.Name, labels(values[:0], pod, byName))
 		if byName[pod.Spec.NodeName] == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
@@ -165,8 +167,8 @@ func addTo(sum, rl corev1.ResourceList) corev1.ResourceList {
 	return sum
 }
 
-// labels are the pod's label values in stateDesc's order.
-func labels(pod *corev1.Pod, nodes map[string]*corev1.Node) []string {
+// labels appends the pod's label values in stateDesc's order to out.
+func labels(out []string, pod *corev1.Pod, nodes map[string]*corev1.Node) []string {
 	owner := ""
 	if len(pod.OwnerReferences) > 0 {
 		ref := pod.OwnerReferences[0]
@@ -180,10 +182,10 @@ func labels(pod *corev1.Pod, nodes map[string]*corev1.Node) []string {
 	if n := nodes[pod.Spec.NodeName]; n != nil {
 		nodeLabels = n.Labels
 	}
-	return []string{
+	return append(out,
 		pod.Name, pod.Namespace, owner, pod.Spec.NodeName, strconv.FormatBool(pod.Spec.NodeName != ""),
 		nodeLabels[v1.NodePoolLabelKey], nodeLabels[v1.LabelTopologyZone], nodeLabels[corev1.LabelArchStable],
 		nodeLabels[v1.CapacityTypeLabelKey], nodeLabels[v1.LabelInstanceType], string(pod.Status.Phase),
 		strconv.FormatBool(ready), strconv.FormatBool(nodeLabels[v1.NodePoolLabelKey] != ""),
-	}
+	)
 }

@@ -95,9 +95,9 @@ func containsPointer(pods []*corev1.Pod, p *corev1.Pod) bool {
 	return false
 }
 
-// A scrape builds each pod's karpenter_pods_state sample in a few allocations: the registry holds
-// every sample of a scrape at once (MustNewConstMetric's were ~3.6 KB a pod: 180 MB a scrape at
-// 50,000 pods).
+// A scrape builds each pod's karpenter_pods_state sample in a few allocations, sharing the label
+// pairs pods have in common: the registry holds every sample of a scrape at once (MustNewConstMetric's
+// were ~3.6 KB a pod: 180 MB a scrape at 50,000 pods; a slab of 13 pairs per pod 1,676 B).
 func TestScrapeAllocatesLittlePerPod(t *testing.T) {
 	const n = 5000
 	var pods []*corev1.Pod
@@ -131,7 +131,7 @@ func TestScrapeAllocatesLittlePerPod(t *testing.T) {
 	}
 	perPod := float64(after.TotalAlloc-before.TotalAlloc) / n
 	t.Logf("%.0f bytes allocated per pod per scrape", perPod)
-	if perPod > 2000 {
-		t.Errorf("a scrape allocated %.0f bytes per pod; want at most 2,000", perPod)
+	if perPod > 1000 {
+		t.Errorf("a scrape allocated %.0f bytes per pod; want at most 1,000", perPod)
 	}
 }

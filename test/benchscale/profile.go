@@ -63,7 +63,8 @@ func (p *profiler) watchPeak(ctx context.Context, pid int) {
 		}
 		peak = rss
 		if p.heap(ctx, "heap-peak.pb.gz") == nil {
-			_ = os.WriteFile(filepath.Join(p.dir, "heap-peak.txt"), fmt.Appendf(nil, "VmRSS %d MiB at %s\n", rss/1024, time.Now().Format(time.RFC3339)), 0o644)
+			_ = os.WriteFile(filepath.Join(p.dir, "heap-peak.txt"), append(fmt.Appendf(nil, "VmRSS %d MiB at %s\n", rss/1024, time.Now().Format(time.RFC3339)),
+				residentSplit(pid, p.memStats(ctx))...), 0o644)
 		}
 	}, peakEvery)
 }
@@ -80,6 +81,46 @@ func residentKiB(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// memStats is the runtime.MemStats section of the manager's text heap profile (heap?debug=1): the
+// heap in use, the GC's goal, what the runtime holds but has not returned, stacks.
+func (p *profiler) memStats(ctx context.Context) []byte {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"heap?debug=1", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	if i := strings.Index(string(body), "# runtime.MemStats"); i >= 0 {
+		return body[i:]
+	}
+	return nil
+}
+
+// residentSplit is the process's resident set split as /proc/PID/smaps_rollup reports it
+// (anonymous: the heap, stacks, the runtime's own; file-backed: the binary's pages), then stats.
+func residentSplit(pid int, stats []byte) []byte {
+	rollup, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return stats
+	}
+	var out []byte
+	for _, line := range strings.Split(string(rollup), "\n") {
+		for _, key := range []string{"Rss:", "Anonymous:", "Shared_Clean:", "Private_Clean:", "Private_Dirty:"} {
+			if strings.HasPrefix(line, key) {
+				out = append(out, line+"\n"...)
+			}
+		}
+	}
+	return append(out, stats...)
 }
 
 // heap saves the heap profile as name.
