@@ -30,6 +30,10 @@ const (
 	NodeClaimNodeName = "status.nodeName"
 	// NodeClaimProviderID indexes NodeClaims by status.providerID.
 	NodeClaimProviderID = "status.providerID"
+	// NodeClaimBatch indexes NodeClaims by their provisioning batch label: a label selector on the
+	// cache scans every claim, which the release did on each event (29 % of the manager's CPU at
+	// 50,000 pods).
+	NodeClaimBatch = "metadata.labels." + v1.ProvisioningBatchLabelKey
 )
 
 // Register adds every index to the indexer (the manager's field indexer). When the indexer is the
@@ -73,6 +77,14 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.(*v1.NodeClaim).Status.NodeName}
 	}); err != nil {
 		return fmt.Errorf("indexing nodeclaims by node name: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1.NodeClaim{}, NodeClaimBatch, func(o client.Object) []string {
+		if batch := o.GetLabels()[v1.ProvisioningBatchLabelKey]; batch != "" {
+			return []string{batch}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing nodeclaims by provisioning batch: %w", err)
 	}
 	return nil
 }

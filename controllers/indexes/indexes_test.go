@@ -3,6 +3,7 @@ package indexes_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -170,5 +171,52 @@ func TestStoreLookupsAllocateLittle(t *testing.T) {
 	t.Logf("allocations per lookup: pod by uid %.1f, node for claim %.1f", podAllocs, nodeAllocs)
 	if podAllocs > maxLookupAllocs || nodeAllocs > maxLookupAllocs {
 		t.Errorf("allocations per lookup: pod by uid %.1f, node for claim %.1f; want at most %d each", podAllocs, nodeAllocs, maxLookupAllocs)
+	}
+}
+
+// NodeClaims are indexed by their provisioning batch, so the release reads one batch's claims from
+// the index instead of a label selector that scans every claim in the cache on each of its events.
+func TestNodeClaimsByBatchReadTheIndex(t *testing.T) {
+	e, ctx, informers := startIndexedCache(t)
+	cached, err := client.New(e.Config, client.Options{Scheme: e.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 9 {
+		labels := map[string]string{v1.ProvisioningBatchLabelKey: fmt.Sprintf("batch-%d", i%3)}
+		if i == 8 {
+			labels = nil // a claim not made by a batch (a disruption replacement) is in no batch
+		}
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("claim-%d", i), Labels: labels},
+			Spec: v1.NodeClaimSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}},
+				NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}}}
+		if err := e.Client.Create(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch := func(name string) []string {
+		t.Helper()
+		list := &v1.NodeClaimList{}
+		if err := cached.List(ctx, list, client.MatchingFields{indexes.NodeClaimBatch: name}, client.UnsafeDisableDeepCopy); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, nc := range list.Items {
+			names = append(names, nc.Name)
+		}
+		slices.Sort(names)
+		return names
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(batch("batch-1")) == 3, nil
+	}); err != nil {
+		t.Fatalf("batch-1 read %v: want its 3 claims", batch("batch-1"))
+	}
+	if got := batch("batch-2"); fmt.Sprint(got) != "[claim-2 claim-5]" {
+		t.Errorf("batch-2 read %v: want [claim-2 claim-5] (claim-8 has no batch)", got)
+	}
+	if got := batch("batch-9"); len(got) != 0 {
+		t.Errorf("a batch with no claims read %v", got)
 	}
 }

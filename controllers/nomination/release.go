@@ -282,7 +282,7 @@ func (c *Controller) releasedTogether(claims []v1.NodeClaim) bool {
 func (c *Controller) batchClaims(ctx context.Context, req reconcile.Request) ([]v1.NodeClaim, error) {
 	list := &v1.NodeClaimList{}
 	if req.Namespace == batchKey {
-		if err := c.kube.List(ctx, list, client.MatchingLabels{v1.ProvisioningBatchLabelKey: req.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := c.kube.List(ctx, list, client.MatchingFields{indexes.NodeClaimBatch: req.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing nodeclaims of batch %s: %w", req.Name, err)
 		}
 	} else {
