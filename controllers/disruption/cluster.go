@@ -156,14 +156,21 @@ func (cl *cluster) disrupting(nc *v1.NodeClaim) bool {
 	return disruptionpolicy.Disrupting(nc, cl.nodes[nc.Status.NodeName])
 }
 
-// forgetGone drops the per-claim memory (pod sets, last Blocked event) of claims no longer in the
-// cluster, so it does not grow with every node ever disrupted.
+// forgetGone drops the per-claim memory (pod sets, last Blocked event, fresh replacements) of claims
+// no longer in the cluster, and replacements no longer fresh, so it does not grow with every node
+// ever disrupted.
 func (c *Controller) forgetGone(cl *cluster) {
 	live := cl.claimNames()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keepOnly(c.podSets, live)
 	keepOnly(c.blocked, live)
+	keepOnly(c.movedOnto, live)
+	for r, executed := range c.movedOnto {
+		if c.clock.Since(executed) >= freshHold {
+			delete(c.movedOnto, r)
+		}
+	}
 }
 
 // claimNames is the set of the claims this pass read.

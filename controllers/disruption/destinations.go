@@ -133,11 +133,9 @@ func (c *Controller) freshReplacements(now time.Time) map[string]bool {
 	defer c.mu.Unlock()
 	out := map[string]bool{}
 	for r, executed := range c.movedOnto {
-		if now.Sub(executed) >= freshHold {
-			delete(c.movedOnto, r)
-			continue
+		if now.Sub(executed) < freshHold {
+			out[r] = true
 		}
-		out[r] = true
 	}
 	for _, cmd := range c.commands {
 		for _, r := range cmd.replacements {

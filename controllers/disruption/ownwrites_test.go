@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 )
@@ -68,11 +69,20 @@ func TestOwnWritesDoNotResurrectADeletedClaim(t *testing.T) {
 	}
 }
 
-// podSets and blocked are per claim; a claim that is gone takes its entries with it.
+// podSets, blocked and fresh replacements are per claim; a claim that is gone takes its entries
+// with it, and a replacement no longer fresh is forgotten.
 func TestForgetGonePrunesPerClaimMemory(t *testing.T) {
-	c := &Controller{podSets: map[string]podSet{"a": {}, "gone": {}}, blocked: map[string]string{"a": "x", "gone": "y"}}
-	c.forgetGone(&cluster{claims: []*v1.NodeClaim{claimAt("a", "1")}})
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := &Controller{clock: clk, podSets: map[string]podSet{"a": {}, "gone": {}}, blocked: map[string]string{"a": "x", "gone": "y"},
+		movedOnto: map[string]time.Time{"a": clk.Now(), "stale": clk.Now().Add(-freshHold), "gone": clk.Now()}}
+	c.forgetGone(&cluster{claims: []*v1.NodeClaim{claimAt("a", "1"), claimAt("stale", "2")}})
 	if len(c.podSets) != 1 || len(c.blocked) != 1 || c.blocked["a"] != "x" {
 		t.Fatalf("after forgetGone podSets=%v blocked=%v, want only claim a", c.podSets, c.blocked)
+	}
+	if _, ok := c.movedOnto["a"]; !ok || len(c.movedOnto) != 1 {
+		t.Fatalf("after forgetGone movedOnto=%v, want only the fresh replacement a", c.movedOnto)
+	}
+	if fresh := c.freshReplacements(clk.Now()); len(fresh) != 1 || !fresh["a"] {
+		t.Errorf("freshReplacements = %v, want a", fresh)
 	}
 }
