@@ -43,8 +43,8 @@ type command struct {
 	// executed: its claims were deleted.
 	executed bool
 	// keepReplacements: the replacements are sized for pods later commands move onto them (the
-	// look-ahead's replace run first): the re-simulation does not drop them as unneeded. In memory
-	// only: a command resumed after a restart re-simulates as any other.
+	// look-ahead's replace run first): the re-simulation does not drop them as unneeded. Recorded
+	// with asPlanned on the targets (commandRecord), so a resumed command keeps them too.
 	keepReplacements bool
 	// asPlanned is where such a command planned its pods: the re-simulation keeps them there when
 	// they still fit, so no replacement is left empty for the next pass to delete.
@@ -183,6 +183,7 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 	}
 	cmd.executed = true
 	c.recordMoves(cl, cmd, now)
+	c.recordFresh(ctx, cmd, unneeded, now)
 	log.FromContext(ctx).Info("disruption command executed", "reason", cmd.reason, "nodes", len(cmd.targets), "savingsPerHour", cmd.savings)
 	return true, errors.Join(errs...)
 }

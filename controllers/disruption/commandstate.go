@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -33,6 +34,20 @@ type commandRecord struct {
 	// re-simulation placed this node's pods, so a new leader restores the reservation through the
 	// drain (restoreReservations).
 	Reserved []reservedSlot `json:"reserved,omitempty"`
+	// KeepReplacements and Planned are a reordered command's (command.keepReplacements, asPlanned):
+	// a new leader re-simulates it as planned, keeping the replacements sized for later commands.
+	// Planned holds the groups with this node's pods only, each with its place in the command's list.
+	KeepReplacements bool            `json:"keepReplacements,omitempty"`
+	Planned          []plannedRecord `json:"planned,omitempty"`
+}
+
+// plannedRecord is a plannedGroup as recorded on one target: Group is its index in the command's
+// asPlanned, Pods the target's pods in it.
+type plannedRecord struct {
+	Group       int         `json:"group"`
+	Replacement int         `json:"replacement"`
+	Node        string      `json:"node,omitempty"`
+	Pods        []types.UID `json:"pods"`
 }
 
 // reservedSlot is a state.Slot as recorded: the drained pod, its controller and its destination claim.
@@ -65,7 +80,19 @@ func (cmd *command) records() []commandRecord {
 		}
 		sort.Slice(pods, func(a, b int) bool { return pods[a] < pods[b] })
 		out[i] = commandRecord{ID: cmd.id(), Reason: cmd.reason, Started: cmd.started, Targets: claims,
-			Replacements: cmd.replacements, Pools: pools, Savings: cmd.savings, Message: cmd.message, Node: t.node, Pods: pods}
+			Replacements: cmd.replacements, Pools: pools, Savings: cmd.savings, Message: cmd.message, Node: t.node, Pods: pods,
+			KeepReplacements: cmd.keepReplacements}
+		for g, group := range cmd.asPlanned {
+			var mine []types.UID
+			for _, uid := range pods {
+				if group.pods[uid] {
+					mine = append(mine, uid)
+				}
+			}
+			if len(mine) > 0 {
+				out[i].Planned = append(out[i].Planned, plannedRecord{Group: g, Replacement: group.replacement, Node: group.node, Pods: mine})
+			}
+		}
 		for _, sl := range cmd.reserved {
 			if t.pods[sl.Pod] {
 				out[i].Reserved = append(out[i].Reserved, reservedSlot{Pod: sl.Pod, Owner: sl.Owner, Claim: sl.Claim})
@@ -84,7 +111,8 @@ func commandFromRecords(recs map[string]commandRecord) (*command, []string) {
 		break
 	}
 	cmd := &command{reason: first.Reason, pools: map[string]bool{}, replacements: first.Replacements, started: first.Started,
-		savings: first.Savings, message: first.Message}
+		savings: first.Savings, message: first.Message, keepReplacements: first.KeepReplacements}
+	var planned []*plannedGroup
 	for _, p := range first.Pools {
 		cmd.pools[p] = true
 	}
@@ -102,6 +130,25 @@ func commandFromRecords(recs map[string]commandRecord) (*command, []string) {
 		cmd.targets = append(cmd.targets, t)
 		for _, sl := range r.Reserved {
 			cmd.reserved = append(cmd.reserved, state.Slot{Pod: sl.Pod, Owner: sl.Owner, Claim: sl.Claim})
+		}
+		for _, pr := range r.Planned {
+			if pr.Group < 0 || pr.Group > 1<<16 {
+				continue
+			}
+			for len(planned) <= pr.Group {
+				planned = append(planned, nil)
+			}
+			if planned[pr.Group] == nil {
+				planned[pr.Group] = &plannedGroup{replacement: pr.Replacement, node: pr.Node, pods: map[types.UID]bool{}}
+			}
+			for _, uid := range pr.Pods {
+				planned[pr.Group].pods[uid] = true
+			}
+		}
+	}
+	for _, g := range planned {
+		if g != nil {
+			cmd.asPlanned = append(cmd.asPlanned, *g)
 		}
 	}
 	return cmd, missing
@@ -127,26 +174,83 @@ func (c *Controller) forget(ctx context.Context, claim string) error {
 }
 
 func (c *Controller) setCommandAnnotation(ctx context.Context, name, value string) error {
+	return c.setAnnotation(ctx, name, v1.DisruptionCommandAnnotationKey, value)
+}
+
+// setAnnotation writes (value "": removes) one of the loop's records on a claim, read fresh from
+// the apiserver.
+func (c *Controller) setAnnotation(ctx context.Context, name, key, value string) error {
 	nc := &v1.NodeClaim{}
 	if err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if nc.Annotations[v1.DisruptionCommandAnnotationKey] == value {
+	if nc.Annotations[key] == value {
 		return nil
 	}
 	stored := nc.DeepCopy()
 	if value == "" {
-		delete(nc.Annotations, v1.DisruptionCommandAnnotationKey)
+		delete(nc.Annotations, key)
 	} else {
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}
-		nc.Annotations[v1.DisruptionCommandAnnotationKey] = value
+		nc.Annotations[key] = value
 	}
 	if err := c.kube.Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
-		return client.IgnoreNotFound(fmt.Errorf("writing the disruption command on nodeclaim %s: %w", name, err))
+		return client.IgnoreNotFound(fmt.Errorf("writing %s on nodeclaim %s: %w", key, name, err))
 	}
 	return nil
+}
+
+// ReplacementAnnotationKey holds, on a NodeClaim a disruption command launched as a replacement,
+// when that command executed (JSON replacementRecord), so a new leader keeps the replacement fresh
+// (freshReplacements) for the rest of freshHold instead of consolidating it at once. Written once,
+// when the command executes; ignored once freshHold has passed. While the command is in flight its
+// targets' records name the replacement (commandRecord.Replacements).
+const ReplacementAnnotationKey = "joist.dev/disruption-replacement"
+
+// replacementRecord is what ReplacementAnnotationKey holds.
+type replacementRecord struct {
+	Command  string    `json:"command"`
+	Executed time.Time `json:"executed"`
+}
+
+// recordFresh writes on each replacement the command kept when it executed.
+func (c *Controller) recordFresh(ctx context.Context, cmd *command, dropped []string, executed time.Time) {
+	b, err := json.Marshal(replacementRecord{Command: cmd.id(), Executed: executed})
+	if err != nil {
+		return
+	}
+	for _, r := range cmd.replacements {
+		if slices.Contains(dropped, r) {
+			continue
+		}
+		if err := c.setAnnotation(ctx, r, ReplacementAnnotationKey, string(b)); err != nil {
+			log.FromContext(ctx).Error(err, "recording a fresh replacement; a restart will take it as any node", "nodeclaim", r)
+		}
+	}
+}
+
+// restoreFresh reads back the fresh replacements recorded on the claims (recordFresh) that this
+// process does not remember: a new leader's first pass holds them as the old leader did.
+func (c *Controller) restoreFresh(cl *cluster) {
+	now := c.clock.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nc := range cl.claims {
+		raw := nc.Annotations[ReplacementAnnotationKey]
+		if raw == "" || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if _, ok := c.movedOnto[nc.Name]; ok {
+			continue
+		}
+		var r replacementRecord
+		if err := json.Unmarshal([]byte(raw), &r); err != nil || r.Executed.IsZero() || now.Sub(r.Executed) >= freshHold {
+			continue
+		}
+		c.movedOnto[nc.Name] = r.Executed
+	}
 }
 
 // resumeCommands takes over the commands a previous leader recorded on claims that are still

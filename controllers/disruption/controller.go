@@ -91,7 +91,8 @@ type Controller struct {
 	// moves remembers the workloads commands moved pods of (destinations.go).
 	moves disruptionpolicy.Moves
 	// movedOnto are the replacements of executed commands, with when they executed
-	// (freshReplacements).
+	// (freshReplacements); recorded on the replacements (recordFresh) and read back by a new leader
+	// (restoreFresh).
 	movedOnto map[string]time.Time
 	// backoff holds, per node, until when it is left out after a command re-simulation abandoned.
 	backoff map[string]time.Time
@@ -242,6 +243,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	c.forgetGone(cl)
+	c.restoreFresh(cl)
 	writes := c.writes.writes.Load()
 	var errs []error
 	errs = append(errs, c.resumeCommands(ctx, cl))

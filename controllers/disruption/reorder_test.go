@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -161,6 +162,14 @@ func TestLoopReplacesTheFilledNodeBeforeTheDeletes(t *testing.T) {
 	if onReplacement != 3 {
 		t.Errorf("%d of big's 3 pods reserved on the replacement (slots %+v)", onReplacement, cmd.reserved)
 	}
+	// Executed, the command recorded on its replacement when, for a new leader (restoreFresh).
+	if err := kube.Get(ctx, client.ObjectKey{Name: replacement}, nc); err != nil {
+		t.Fatal(err)
+	}
+	var rec replacementRecord
+	if err := json.Unmarshal([]byte(nc.Annotations[ReplacementAnnotationKey]), &rec); err != nil || !rec.Executed.Equal(clk.Now()) {
+		t.Errorf("replacement's record %q (%v), want executed at %s", nc.Annotations[ReplacementAnnotationKey], err, clk.Now())
+	}
 }
 
 // Big is the destination of a command that just drained (held for destinationGrace): the reorder
@@ -313,6 +322,34 @@ func TestLoopDoesNotReplaceAFreshReplacementAgain(t *testing.T) {
 		}
 		if want := 1 - btoi(fresh); len(c.commands) != want {
 			t.Errorf("fresh %v: %d command(s), want %d (%v)", fresh, len(c.commands), want, c.commands[0].message)
+		}
+	}
+}
+
+// A new leader (a new loop on the same cluster) remembers that big is a fresh replacement from the
+// record its command wrote on it when it executed (ReplacementAnnotationKey): it deletes a small
+// node onto big, as the loop that launched it would (TestLoopDoesNotReplaceAFreshReplacementAgain).
+// Without the record it forgot and replaced big first (TestLoopReplacesTheFilledNodeBeforeTheDeletes),
+// which is also what it does once the record is older than freshHold.
+func TestNewLeaderKeepsARecordedReplacementFresh(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	for _, age := range []time.Duration{time.Minute, freshHold + time.Second} {
+		kube, _ := reorderEnv(t)
+		old := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+		old.recordFresh(ctx, &command{targets: []target{{claim: "gone"}}, replacements: []string{"big"}, started: clk.Now()}, nil, clk.Now().Add(-age))
+		c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
+		if err := c.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.commands) != 1 {
+			t.Fatalf("executed %s ago: want one command, got %d", age, len(c.commands))
+		}
+		cmd := c.commands[0]
+		replacedBig := cmd.targets[0].node == "big" && len(cmd.plans) > 0
+		if fresh := age < freshHold; replacedBig == fresh {
+			t.Errorf("big's command executed %s ago: first command %s on %v; want big replaced first only after freshHold (%s)",
+				age, cmd.message, cmd.nodeNames(), freshHold)
 		}
 	}
 }

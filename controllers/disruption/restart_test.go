@@ -211,7 +211,11 @@ func TestCommandRecordsRoundTrip(t *testing.T) {
 	cmd := &command{reason: v1.DisruptionReasonDrifted, pools: map[string]bool{"a": true, "b": true}, replacements: []string{"r1", "r2"},
 		started: time.Date(2026, 12, 2, 7, 0, 0, 123, time.UTC), savings: 0.25, message: "m",
 		targets:  []target{{claim: "c1", node: "n1", pods: map[types.UID]bool{"u1": true, "u2": true}}, {claim: "c2", node: "n2", pods: map[types.UID]bool{"u3": true}}},
-		reserved: []state.Slot{{Pod: "u1", Owner: "o1", Claim: "r1"}, {Pod: "u2", Owner: "o1", Claim: "r2"}, {Pod: "u3", Owner: "o2", Claim: "r1"}}}
+		reserved: []state.Slot{{Pod: "u1", Owner: "o1", Claim: "r1"}, {Pod: "u2", Owner: "o1", Claim: "r2"}, {Pod: "u3", Owner: "o2", Claim: "r1"}},
+		// A reordered command: a group spans both targets' pods; the round trip keeps it whole, in place.
+		keepReplacements: true,
+		asPlanned: []plannedGroup{{replacement: -1, node: "n9", pods: map[types.UID]bool{"u2": true}},
+			{replacement: 0, pods: map[types.UID]bool{"u1": true, "u3": true}}}}
 	recs := map[string]commandRecord{}
 	for i, r := range cmd.records() {
 		b, err := json.Marshal(r)
