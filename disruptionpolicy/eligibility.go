@@ -28,6 +28,22 @@ type Node struct {
 	LastPodEvent time.Time
 }
 
+// SettledPodEvent is when consolidateAfter counts from: the node's LastPodEvent, but never earlier
+// than InitializedSettle after its claim initialized. The clamp is not written anywhere: the
+// claim's status.lastPodEventTime holds the real last pod event (the disruption loop), so the
+// controller, a new leader and `simulate --consolidate` all apply it the same way.
+func SettledPodEvent(n Node) time.Time {
+	t := n.LastPodEvent
+	if n.Claim != nil {
+		if init := n.Claim.GetCondition(v1.ConditionTypeInitialized); init != nil && n.Claim.IsTrue(v1.ConditionTypeInitialized) {
+			if settled := init.LastTransitionTime.Add(InitializedSettle); settled.After(t) {
+				t = settled
+			}
+		}
+	}
+	return t
+}
+
 // Verdict is what the policy says about one node at a time.
 type Verdict struct {
 	// Unavailable says why no method may touch the node at all ("" when none): not initialized,
@@ -87,11 +103,16 @@ func Judge(n Node, pdbs PDBs, now time.Time) Verdict {
 		if d := n.Pool.Spec.Disruption.ConsolidateAfter.Duration; d != nil {
 			after = *d
 		}
-		if since := now.Sub(n.LastPodEvent); !n.LastPodEvent.IsZero() && since < after {
+		last := SettledPodEvent(n)
+		switch since := now.Sub(last); {
+		case last.IsZero() || since >= after:
+			v.Consolidatable = true
+		case !last.Equal(n.LastPodEvent):
+			v.NotConsolidatable = fmt.Sprintf("it initialized less than %s ago (its pods may not have bound yet) plus NodePool %s's consolidateAfter (%s)",
+				InitializedSettle, n.Pool.Name, after)
+		default:
 			v.NotConsolidatable = fmt.Sprintf("a pod landed on or left it %s ago, less than NodePool %s's consolidateAfter (%s)",
 				since.Truncate(time.Second), n.Pool.Name, after)
-		} else {
-			v.Consolidatable = true
 		}
 	}
 	return v

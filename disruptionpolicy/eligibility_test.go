@@ -18,6 +18,7 @@ func TestJudge(t *testing.T) {
 	mk := func() (*Node, *[]*policyv1.PodDisruptionBudget) {
 		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc", CreationTimestamp: created}}
 		nc.SetCondition(v1.ConditionTypeInitialized, metav1.ConditionTrue, "Initialized", "")
+		nc.Status.Conditions[0].LastTransitionTime = created
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node", CreationTimestamp: created}}
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "shop", CreationTimestamp: created, Labels: map[string]string{"app": "db"}},
 			Spec: corev1.PodSpec{NodeName: "node"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
@@ -67,6 +68,25 @@ func TestJudge(t *testing.T) {
 		{name: "PDB allows one", mutate: func(_ *Node, b *[]*policyv1.PodDisruptionBudget) { *b = append(*b, budget(1)) }, consolidates: true},
 		{name: "consolidateAfter not passed", mutate: func(n *Node, _ *[]*policyv1.PodDisruptionBudget) {
 			n.LastPodEvent = now.Add(-time.Minute)
+		}},
+		// The last pod event is before the node initialized (its pods were created pending): counted
+		// from InitializedSettle after the initialization, as the loop wrote it before storing the
+		// real time (SettledPodEvent); the same with no last pod event known.
+		{name: "initialized 5s ago, consolidateAfter 0s", mutate: func(n *Node, _ *[]*policyv1.PodDisruptionBudget) {
+			n.Claim.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-5 * time.Second))
+			n.Pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		}},
+		{name: "initialized 5s ago, no pod event known", mutate: func(n *Node, _ *[]*policyv1.PodDisruptionBudget) {
+			n.Claim.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-5 * time.Second))
+			n.Pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+			n.LastPodEvent = time.Time{}
+		}},
+		{name: "initialized 11s ago, consolidateAfter 0s", mutate: func(n *Node, _ *[]*policyv1.PodDisruptionBudget) {
+			n.Claim.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-11 * time.Second))
+			n.Pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		}, consolidates: true},
+		{name: "initialized 4m55s ago, consolidateAfter 5m", mutate: func(n *Node, _ *[]*policyv1.PodDisruptionBudget) {
+			n.Claim.Status.Conditions[0].LastTransitionTime = metav1.NewTime(now.Add(-4*time.Minute - 55*time.Second))
 		}},
 		{name: "consolidateAfter Never", mutate: func(n *Node, _ *[]*policyv1.PodDisruptionBudget) {
 			n.Pool.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")

@@ -27,7 +27,8 @@ type member struct {
 	verdict disruptionpolicy.Verdict
 	// blocked says why no voluntary method may touch the node ("" when none).
 	blocked string
-	// lastPodEvent is when a pod last landed on or left the node (or it initialized).
+	// lastPodEvent is when a pod last landed on or left the node, as observed (not clamped to the
+	// settle after it initialized: the policy does that).
 	lastPodEvent time.Time
 	// consolidatable: consolidateAfter has passed since lastPodEvent.
 	consolidatable bool
@@ -70,8 +71,9 @@ func (m *member) policyNode() disruptionpolicy.Node {
 func movable(p *corev1.Pod) bool { return disruptionpolicy.Movable(p) }
 
 // lastPodEvent tracks when the node's set of pods last changed: in memory between loops, from the
-// claim's status.lastPodEventTime after a restart, and never earlier than InitializedSettle after
-// the node initialized.
+// claim's status.lastPodEventTime after a restart (or its pods' creation when none was written).
+// The real time: the policy counts consolidateAfter from InitializedSettle after the node
+// initialized at the earliest (disruptionpolicy.SettledPodEvent).
 func (c *Controller) lastPodEvent(m *member, now time.Time) time.Time {
 	uids := make([]string, 0, len(m.pods))
 	for _, p := range m.pods {
@@ -95,11 +97,6 @@ func (c *Controller) lastPodEvent(m *member, now time.Time) time.Time {
 			if p.CreationTimestamp.After(t) {
 				t = p.CreationTimestamp.Time
 			}
-		}
-	}
-	if init := m.claim.GetCondition(v1.ConditionTypeInitialized); init != nil {
-		if settled := init.LastTransitionTime.Add(InitializedSettle); settled.After(t) {
-			t = settled
 		}
 	}
 	c.podSets[m.claim.Name] = podSet{sig: sig, at: t}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/disruptionpolicy"
 )
 
 // updateStatus writes what the loop observed about each claim, one status patch per claim at most:
@@ -45,7 +46,7 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 		}
 		// Conditions of an older API (Empty) are no longer set by anyone.
 		changed = m.claim.ClearCondition(v1.ConditionTypeEmpty) || changed
-		if t := metav1.NewTime(m.lastPodEvent.Truncate(time.Second)); !t.Equal(&m.claim.Status.LastPodEventTime) {
+		if t := metav1.NewTime(m.lastPodEvent.Truncate(time.Second)); !t.Equal(&m.claim.Status.LastPodEventTime) && (changed || c.lastPodEventDue(m, now)) {
 			m.claim.Status.LastPodEventTime = t
 			changed = true
 		}
@@ -59,6 +60,24 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 		}
 	}
 	return errors.Join(append(errs, c.patchStatuses(ctx, patches))...)
+}
+
+// lastPodEventDedupe is how long a change of lastPodEventTime alone may wait for a patch that writes
+// the claim's conditions: upstream's podevents controller writes it at most once per 10 s
+// (dedupeTimeout) for the same reason — pods land and leave in bursts.
+const lastPodEventDedupe = 10 * time.Second
+
+// lastPodEventDue reports whether the claim's observed last pod event must be written on its own:
+// it counts (it is after the settle that follows the node's initialization, so a new leader
+// reading it would otherwise count consolidateAfter from an earlier time) and it is
+// lastPodEventDedupe old. Otherwise it goes out with the next condition change: in the settle window
+// after nodes launch, the patch that sets Consolidatable carries it, one status patch per claim
+// instead of two.
+func (c *Controller) lastPodEventDue(m *member, now time.Time) bool {
+	if m.lastPodEvent.IsZero() || now.Sub(m.lastPodEvent) < lastPodEventDedupe {
+		return false
+	}
+	return disruptionpolicy.SettledPodEvent(m.policyNode()).Equal(m.lastPodEvent)
 }
 
 // statusPatchParallelism bounds the status patches one pass has in flight. Written one after the
