@@ -71,7 +71,7 @@ func (w *ownWrites) delete(obj client.Object) {
 }
 
 // overlay returns the cached claims with this loop's writes the cache has not caught up with laid
-// over them, and forgets the writes it has.
+// over them, and forgets the writes it has. It does not modify cached: a claim it changes is a copy.
 func (w *ownWrites) overlay(cached []*v1.NodeClaim, now time.Time) []*v1.NodeClaim {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -90,6 +90,7 @@ func (w *ownWrites) overlay(cached []*v1.NodeClaim, now time.Time) []*v1.NodeCla
 		}
 		if _, ok := w.deleted[nc.Name]; ok {
 			if nc.DeletionTimestamp.IsZero() {
+				nc = nc.DeepCopy() // the cache's own object: mark a copy
 				nc.DeletionTimestamp = &metav1.Time{Time: now}
 			} else {
 				delete(w.deleted, nc.Name)

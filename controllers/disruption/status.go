@@ -31,27 +31,29 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 			continue
 		}
 		m.driftReason = reason
-		stored := m.claim.DeepCopy()
+		// m.claim is the informer cache's own object (refresh): the observed status goes on a copy,
+		// patched against the cached claim.
+		observed := m.claim.DeepCopy()
 		changed := false
 		if reason != "" {
-			changed = m.claim.SetCondition(v1.ConditionTypeDrifted, metav1.ConditionTrue, reason, driftMessage(reason)) || changed
+			changed = observed.SetCondition(v1.ConditionTypeDrifted, metav1.ConditionTrue, reason, driftMessage(reason)) || changed
 		} else {
-			changed = m.claim.ClearCondition(v1.ConditionTypeDrifted) || changed
+			changed = observed.ClearCondition(v1.ConditionTypeDrifted) || changed
 		}
 		if m.consolidatable {
-			changed = m.claim.SetCondition(v1.ConditionTypeConsolidatable, metav1.ConditionTrue, v1.ConsolidatableReason,
+			changed = observed.SetCondition(v1.ConditionTypeConsolidatable, metav1.ConditionTrue, v1.ConsolidatableReason,
 				fmt.Sprintf("no pod landed or left for consolidateAfter (%s)", m.pool.Spec.Disruption.ConsolidateAfter.String())) || changed
 		} else {
-			changed = m.claim.ClearCondition(v1.ConditionTypeConsolidatable) || changed
+			changed = observed.ClearCondition(v1.ConditionTypeConsolidatable) || changed
 		}
 		// Conditions of an older API (Empty) are no longer set by anyone.
-		changed = m.claim.ClearCondition(v1.ConditionTypeEmpty) || changed
-		if t := metav1.NewTime(m.lastPodEvent.Truncate(time.Second)); !t.Equal(&m.claim.Status.LastPodEventTime) && (changed || c.lastPodEventDue(m, now)) {
-			m.claim.Status.LastPodEventTime = t
+		changed = observed.ClearCondition(v1.ConditionTypeEmpty) || changed
+		if t := metav1.NewTime(m.lastPodEvent.Truncate(time.Second)); !t.Equal(&observed.Status.LastPodEventTime) && (changed || c.lastPodEventDue(m, now)) {
+			observed.Status.LastPodEventTime = t
 			changed = true
 		}
 		if changed {
-			patches = append(patches, statusPatch{claim: m.claim, stored: stored})
+			patches = append(patches, statusPatch{claim: observed, stored: m.claim})
 		}
 		if m.blocked != "" && !strings.HasPrefix(m.blocked, "the node is") {
 			c.blockedEvent(m, m.blocked)
@@ -84,7 +86,8 @@ func (c *Controller) lastPodEventDue(m *member, now time.Time) bool {
 // other they made a pass after a thousand nodes launched last about a minute (one round trip each).
 const statusPatchParallelism = 16
 
-// statusPatch is one claim's status as observed, and as stored before.
+// statusPatch is one claim's status as observed (a copy, which the patch's answer is decoded into),
+// and as stored before (the cached claim, only read).
 type statusPatch struct{ claim, stored *v1.NodeClaim }
 
 // patchStatuses writes the claims' statuses, up to statusPatchParallelism at once; every patch is
@@ -123,12 +126,14 @@ func driftMessage(reason string) string {
 }
 
 // restamp writes the current hash version onto the claim (see stampHashVersion).
+// It patches a copy: m.claim is the cache's own object; the member goes on with the stamped copy.
 func (c *Controller) restamp(ctx context.Context, m *member) error {
-	stored := m.claim.DeepCopy()
-	stampHashVersion(m.claim, m.pool.Hash())
-	if err := c.kube.Patch(ctx, m.claim, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
+	stamped := m.claim.DeepCopy()
+	stampHashVersion(stamped, m.pool.Hash())
+	if err := c.kube.Patch(ctx, stamped, client.MergeFrom(m.claim)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("stamping nodepool hash on nodeclaim %s: %w", m.claim.Name, err)
 	}
+	m.claim = stamped
 	return nil
 }
 
