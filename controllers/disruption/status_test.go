@@ -20,11 +20,14 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 )
 
-// slowStatus is memCache whose status patches take a round trip's time, counting how many are in
-// flight at once.
+// slowStatus is memCache whose status patches take delay (a round trip's time), counting how many
+// are in flight at once, and how many each claim got.
 type slowStatus struct {
 	*memCache
+	delay                   time.Duration
 	inFlight, most, patches atomic.Int64
+	mu                      sync.Mutex
+	perClaim                map[string]int
 }
 
 func (s *slowStatus) Status() client.SubResourceWriter {
@@ -42,7 +45,10 @@ func (w slowStatusWriter) Patch(ctx context.Context, obj client.Object, patch cl
 	for m := w.s.most.Load(); n > m && !w.s.most.CompareAndSwap(m, n); m = w.s.most.Load() {
 	}
 	w.s.patches.Add(1)
-	time.Sleep(20 * time.Millisecond)
+	w.s.mu.Lock()
+	w.s.perClaim[obj.GetName()]++
+	w.s.mu.Unlock()
+	time.Sleep(w.s.delay)
 	return w.memStatus.Patch(ctx, obj, patch, opts...)
 }
 
@@ -51,7 +57,7 @@ func (w slowStatusWriter) Patch(ctx context.Context, obj client.Object, patch cl
 // a minute in `make bench-scale`.
 func TestFirstPassPatchesStatusesConcurrently(t *testing.T) {
 	const nodes = 64
-	s := &slowStatus{memCache: newMemCache(fullCluster(nodes)...)}
+	s := &slowStatus{memCache: newMemCache(fullCluster(nodes)...), delay: 20 * time.Millisecond, perClaim: map[string]int{}}
 	c := New(s, s, noDrift{}, cacheSnapshot{s.memCache}, nil, events.NewFakeRecorder(1000), clock.RealClock{}, DefaultOptions())
 	if err := c.Reconcile(context.Background()); err != nil {
 		t.Fatal(err)
@@ -71,29 +77,6 @@ func TestFirstPassPatchesStatusesConcurrently(t *testing.T) {
 			t.Errorf("claim %s: lastPodEventTime not written", nc.Name)
 		}
 	}
-}
-
-// countingStatus is memCache counting the status patches per claim.
-type countingStatus struct {
-	*memCache
-	mu      sync.Mutex
-	patches map[string]int
-}
-
-func (s *countingStatus) Status() client.SubResourceWriter {
-	return countingStatusWriter{memStatus{s.memCache}, s}
-}
-
-type countingStatusWriter struct {
-	memStatus
-	s *countingStatus
-}
-
-func (w countingStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	w.s.mu.Lock()
-	w.s.patches[obj.GetName()]++
-	w.s.mu.Unlock()
-	return w.memStatus.Patch(ctx, obj, patch, opts...)
 }
 
 // The settle window after nodes launch: the claims just initialized, their pods (created while
@@ -121,7 +104,7 @@ func TestSettleWindowPatchesEachClaimStatusOnce(t *testing.T) {
 			o.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("300m")
 		}
 	}
-	s := &countingStatus{memCache: newMemCache(objs...), patches: map[string]int{}}
+	s := &slowStatus{memCache: newMemCache(objs...), perClaim: map[string]int{}}
 	c := New(s, s, noDrift{}, emptySnapshot{}, nil, events.NewFakeRecorder(10000), clk, DefaultOptions())
 	ctx := context.Background()
 	landed := map[string]time.Time{}
@@ -148,7 +131,7 @@ func TestSettleWindowPatchesEachClaimStatusOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, nc := range claims.Items {
-		if n := s.patches[nc.Name]; n != 1 {
+		if n := s.perClaim[nc.Name]; n != 1 {
 			t.Errorf("claim %s: %d status patches in the settle window, want 1", nc.Name, n)
 		}
 		if !nc.IsTrue(v1.ConditionTypeConsolidatable) {
@@ -178,7 +161,7 @@ func TestSettleWindowPatchesEachClaimStatusOnce(t *testing.T) {
 	if err := s.Get(ctx, client.ObjectKey{Name: "node-00001"}, nc); err != nil {
 		t.Fatal(err)
 	}
-	if n := s.patches["node-00001"]; n != 2 || !nc.Status.LastPodEventTime.Time.Equal(left) {
+	if n := s.perClaim["node-00001"]; n != 2 || !nc.Status.LastPodEventTime.Time.Equal(left) {
 		t.Errorf("after a pod left: %d status patches in all, lastPodEventTime %s; want 2, %s", n, nc.Status.LastPodEventTime.Time, left)
 	}
 }
