@@ -24,6 +24,7 @@ func main() {
 	timeout := flag.Duration("timeout", 3*time.Minute, "Give up on a run after this long.")
 	flag.Var(&managerArgs, "manager-arg", "Extra flag for the joist manager (repeatable), e.g. -manager-arg=--batch-idle-duration=500ms.")
 	flag.BoolVar(&requestStats, "request-stats", false, "Also print the apiserver's request counts by verb and resource.")
+	flag.BoolVar(&uniform, "uniform", false, "One Deployment of 1,000 identical pods (250m, 512Mi) instead of the five sizes: every planned node holds one interchangeable class.")
 	flag.BoolVar(&preprovisioned, "preprovisioned", false, "Floor mode: register the solver's planned nodes first and run no manager; times are what the stack itself needs.")
 	withFloor := flag.Bool("floor", false, "Alternate each run with a floor run (-preprovisioned) and print Joist's median time to all Running as a multiple of the floor's.")
 	flag.StringVar(&keepLogs, "keep-logs", "", "Scale-down mode: copy each run's manager log into this folder.")
@@ -98,7 +99,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 // result is one run's measurements.
 type result struct {
 	firstClaim, allBound, allRunning time.Duration
-	nodes, planNodes                 int
+	nodes, planNodes, empty          int
 	cost, planCost                   float64
 	peakRSSMiB, cpuSeconds           float64
 	timeline                         string
@@ -106,8 +107,8 @@ type result struct {
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("first NodeClaim %.1fs, all 1000 bound %.1fs, Running %.1fs, %d nodes $%.3f/h (solver plan: %d nodes $%.3f/h), manager peak RSS %.0f MiB, %.1f CPU-s",
-		r.firstClaim.Seconds(), r.allBound.Seconds(), r.allRunning.Seconds(), r.nodes, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds) +
+	return fmt.Sprintf("first NodeClaim %.1fs, all 1000 bound %.1fs, Running %.1fs, %d nodes (%d empty) $%.3f/h (solver plan: %d nodes $%.3f/h), manager peak RSS %.0f MiB, %.1f CPU-s",
+		r.firstClaim.Seconds(), r.allBound.Seconds(), r.allRunning.Seconds(), r.nodes, r.empty, r.cost, r.planNodes, r.planCost, r.peakRSSMiB, r.cpuSeconds) +
 		timelineSuffix("phases: "+r.phases.String()) + timelineSuffix(r.timeline)
 }
 

@@ -103,6 +103,9 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	if err := kube.List(ctx, claims); err != nil {
 		return r, err
 	}
+	if r.empty, err = emptyNodes(ctx, kube); err != nil {
+		return r, err
+	}
 	its := catalog.Default()
 	for _, nc := range claims.Items {
 		r.nodes++
@@ -111,6 +114,29 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	}
 	r.peakRSSMiB, r.cpuSeconds, err = mgr.Stats()
 	return r, err
+}
+
+// emptyNodes counts the nodes no pod is bound to.
+func emptyNodes(ctx context.Context, kube client.Client) (int, error) {
+	var nodes corev1.NodeList
+	var pods corev1.PodList
+	if err := kube.List(ctx, &nodes); err != nil {
+		return 0, err
+	}
+	if err := kube.List(ctx, &pods); err != nil {
+		return 0, err
+	}
+	used := map[string]bool{}
+	for _, p := range pods.Items {
+		used[p.Spec.NodeName] = true
+	}
+	empty := 0
+	for _, n := range nodes.Items {
+		if !used[n.Name] {
+			empty++
+		}
+	}
+	return empty, nil
 }
 
 func waitFor(ctx context.Context, cond func() (bool, error)) error {
@@ -130,9 +156,23 @@ func nodePool() *v1.NodePool {
 	}
 }
 
+// uniformSizes is the -uniform workload: one Deployment of 1,000 identical pods, so every planned
+// node holds one interchangeable class and Joist writes no nominations (nomination.Interchangeable).
+var uniformSizes = []struct {
+	replicas    int32
+	cpu, memory string
+}{{1000, "250m", "512Mi"}}
+
+// uniform selects uniformSizes over sizes.
+var uniform bool
+
 func deployments() []*appsv1.Deployment {
 	var out []*appsv1.Deployment
-	for i, s := range sizes {
+	workloads := sizes
+	if uniform {
+		workloads = uniformSizes
+	}
+	for i, s := range workloads {
 		labels := map[string]string{"app": fmt.Sprintf("bench-%d", i)}
 		out = append(out, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: labels["app"], Namespace: "default"},
