@@ -32,7 +32,9 @@ func TestSnapshotSharesLabelMapsThatNeedNothingAdded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	same := func(a, b map[string]string) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
 	got := map[string]map[string]string{}
 	for _, n := range s.Input.Nodes {
 		got[n.Name] = n.Labels
