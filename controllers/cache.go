@@ -26,14 +26,15 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 // would erase the trimmed fields on the server. controllers/cache_test.go checks this stays true.
 //
 // Cached pods also share equal maps (labels, annotations, node selector, container requests and
-// limits) through one table per cache (sharedMaps).
+// limits) and tolerations, and nodes their annotations, capacity and allocatable, through one table
+// per cache (sharedMaps); the strings that pods and nodes commonly hold equal are interned.
 func CacheOptions() cache.Options {
 	shared := newSharedMaps()
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:         {Transform: shared.trimAndSharePod},
-			&corev1.Node{}:        {Transform: TrimNode},
+			&corev1.Node{}:        {Transform: shared.trimAndShareNode},
 			&appsv1.ReplicaSet{}:  {Transform: TrimWorkload},
 			&appsv1.Deployment{}:  {Transform: TrimWorkload},
 			&appsv1.StatefulSet{}: {Transform: TrimWorkload},
@@ -82,6 +83,16 @@ func (s *sharedMaps) trimAndSharePod(obj any) (any, error) {
 	out, err := TrimPod(obj)
 	if pod, ok := out.(*corev1.Pod); ok && err == nil {
 		s.sharePod(pod)
+	}
+	return out, err
+}
+
+// trimAndShareNode is TrimNode, then the node's maps replaced by their shared copies and its common
+// strings interned.
+func (s *sharedMaps) trimAndShareNode(obj any) (any, error) {
+	out, err := TrimNode(obj)
+	if node, ok := out.(*corev1.Node); ok && err == nil {
+		s.shareNode(node)
 	}
 	return out, err
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -28,7 +29,7 @@ type sharedMaps struct {
 
 type sharedMap struct {
 	key   string
-	value any // map[string]string or corev1.ResourceList
+	value any // map[string]string, corev1.ResourceList or []corev1.Toleration
 	refs  int
 }
 
@@ -59,8 +60,15 @@ func (s *sharedMaps) sharePod(pod *corev1.Pod) {
 		for i := range cs {
 			shareResources(&cs[i].Resources.Requests)
 			shareResources(&cs[i].Resources.Limits)
+			intern(&cs[i].Name)
 		}
 	}
+	if len(pod.Spec.Tolerations) > 0 {
+		e := s.hold(tolerationsKey(pod.Spec.Tolerations), pod.Spec.Tolerations)
+		pod.Spec.Tolerations = e.value.([]corev1.Toleration)
+		held = append(held, e)
+	}
+	internPodStrings(pod)
 	if len(held) > 0 {
 		runtime.AddCleanup(pod, s.release, held)
 	}
@@ -127,4 +135,115 @@ func writeField(b *strings.Builder, s string) {
 	b.WriteString(strconv.Itoa(len(s)))
 	b.WriteByte(':')
 	b.WriteString(s)
+}
+
+// tolerationsKey is an unambiguous text of ts, in order.
+func tolerationsKey(ts []corev1.Toleration) string {
+	var b strings.Builder
+	b.WriteByte('t')
+	for _, t := range ts {
+		writeField(&b, t.Key)
+		writeField(&b, string(t.Operator))
+		writeField(&b, t.Value)
+		writeField(&b, string(t.Effect))
+		if t.TolerationSeconds != nil {
+			writeField(&b, strconv.FormatInt(*t.TolerationSeconds, 10))
+		} else {
+			writeField(&b, "-")
+		}
+	}
+	return b.String()
+}
+
+// intern replaces *s with the process's canonical copy of its value (unique.Make). A decoded object
+// holds a string of its own per field; the namespace, node name, scheduler, owner and condition
+// strings of thousands of cached pods are a few distinct values. The canonical copy is kept while a
+// pod holds it (the runtime may make a new one for later pods once none of its handles is left,
+// which only shares less).
+func intern[S ~string](s *S) {
+	if *s != "" {
+		*s = S(unique.Make(string(*s)).Value())
+	}
+}
+
+// internPodStrings interns the pod's strings that pods commonly have equal: who owns and schedules
+// it, where it runs, its policies and its conditions. Names, UIDs and resource versions are the
+// pod's own.
+func internPodStrings(pod *corev1.Pod) {
+	intern(&pod.Namespace)
+	intern(&pod.GenerateName)
+	for i := range pod.OwnerReferences {
+		o := &pod.OwnerReferences[i]
+		intern(&o.APIVersion)
+		intern(&o.Kind)
+		intern(&o.Name)
+		intern(&o.UID)
+	}
+	sp := &pod.Spec
+	for _, f := range []*string{&sp.NodeName, &sp.SchedulerName, &sp.ServiceAccountName, &sp.DeprecatedServiceAccount, &sp.PriorityClassName} {
+		intern(f)
+	}
+	intern(&sp.RestartPolicy)
+	intern(&sp.DNSPolicy)
+	st := &pod.Status
+	intern(&st.Phase)
+	intern(&st.QOSClass)
+	intern(&st.NominatedNodeName)
+	intern(&st.Reason)
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		intern(&c.Type)
+		intern(&c.Status)
+		intern(&c.Reason)
+		intern(&c.Message)
+	}
+}
+
+// shareNode gives the node the shared copies of its annotations, capacity and allocatable (equal
+// for the nodes of one instance type) and interns its label keys and values, taints, conditions and
+// system info: a node's labels are its own map (its hostname differs), but their strings are the same
+// few dozen across the cluster. It is called on a node fresh from the watch, before any reader sees
+// it.
+func (s *sharedMaps) shareNode(node *corev1.Node) {
+	var held []*sharedMap
+	if len(node.Annotations) > 0 {
+		e := s.hold(stringsKey(node.Annotations), node.Annotations)
+		node.Annotations = e.value.(map[string]string)
+		held = append(held, e)
+	}
+	for _, rl := range []*corev1.ResourceList{&node.Status.Capacity, &node.Status.Allocatable} {
+		if len(*rl) > 0 {
+			e := s.hold(resourcesKey(*rl), *rl)
+			*rl = e.value.(corev1.ResourceList)
+			held = append(held, e)
+		}
+	}
+	if len(node.Labels) > 0 {
+		labels := make(map[string]string, len(node.Labels))
+		for k, v := range node.Labels {
+			labels[unique.Make(k).Value()] = unique.Make(v).Value()
+		}
+		node.Labels = labels
+	}
+	for i := range node.Spec.Taints {
+		t := &node.Spec.Taints[i]
+		intern(&t.Key)
+		intern(&t.Value)
+		intern(&t.Effect)
+	}
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		intern(&c.Type)
+		intern(&c.Status)
+		intern(&c.Reason)
+		intern(&c.Message)
+	}
+	ni := &node.Status.NodeInfo
+	for _, f := range []*string{&ni.KernelVersion, &ni.OSImage, &ni.ContainerRuntimeVersion, &ni.KubeletVersion, &ni.KubeProxyVersion, &ni.OperatingSystem, &ni.Architecture} {
+		intern(f)
+	}
+	intern(&node.Status.Phase)
+	if len(held) > 0 {
+		runtime.AddCleanup(node, s.release, held)
+	}
 }
