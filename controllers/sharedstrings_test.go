@@ -78,7 +78,9 @@ func roundTrip[T interface {
 
 func sameString(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 
-func sameBacking(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+func sameBacking(a, b any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
 
 // Sharing and interning change no value: a cached pod and node read exactly as the trimmed object
 // does, so whatever Joist reads of them survives the transform.
