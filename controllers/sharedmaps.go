@@ -10,6 +10,9 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
 )
 
 // sharedMaps hands every cached pod one shared copy of each map it holds equal to another cached
@@ -29,7 +32,7 @@ type sharedMaps struct {
 
 type sharedMap struct {
 	key   string
-	value any // map[string]string, corev1.ResourceList or []corev1.Toleration
+	value any // map[string]string, corev1.ResourceList, []corev1.Toleration or []v1.NodeSelectorRequirementWithMinValues
 	refs  int
 }
 
@@ -39,27 +42,13 @@ func newSharedMaps() *sharedMaps { return &sharedMaps{entries: map[string]*share
 // watch, before any reader sees it.
 func (s *sharedMaps) sharePod(pod *corev1.Pod) {
 	var held []*sharedMap
-	shareStrings := func(m *map[string]string) {
-		if len(*m) > 0 {
-			e := s.hold(stringsKey(*m), *m)
-			*m = e.value.(map[string]string)
-			held = append(held, e)
-		}
-	}
-	shareResources := func(rl *corev1.ResourceList) {
-		if len(*rl) > 0 {
-			e := s.hold(resourcesKey(*rl), *rl)
-			*rl = e.value.(corev1.ResourceList)
-			held = append(held, e)
-		}
-	}
-	shareStrings(&pod.Labels)
-	shareStrings(&pod.Annotations)
-	shareStrings(&pod.Spec.NodeSelector)
+	held = s.shareStrings(held, &pod.Labels)
+	held = s.shareStrings(held, &pod.Annotations)
+	held = s.shareStrings(held, &pod.Spec.NodeSelector)
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range cs {
-			shareResources(&cs[i].Resources.Requests)
-			shareResources(&cs[i].Resources.Limits)
+			held = s.shareResources(held, &cs[i].Resources.Requests)
+			held = s.shareResources(held, &cs[i].Resources.Limits)
 			intern(&cs[i].Name)
 		}
 	}
@@ -172,13 +161,7 @@ func intern[S ~string](s *S) {
 func internPodStrings(pod *corev1.Pod) {
 	intern(&pod.Namespace)
 	intern(&pod.GenerateName)
-	for i := range pod.OwnerReferences {
-		o := &pod.OwnerReferences[i]
-		intern(&o.APIVersion)
-		intern(&o.Kind)
-		intern(&o.Name)
-		intern(&o.UID)
-	}
+	internOwners(pod.OwnerReferences)
 	sp := &pod.Spec
 	for _, f := range []*string{&sp.NodeName, &sp.SchedulerName, &sp.ServiceAccountName, &sp.DeprecatedServiceAccount, &sp.PriorityClassName} {
 		intern(f)
@@ -206,31 +189,11 @@ func internPodStrings(pod *corev1.Pod) {
 // it.
 func (s *sharedMaps) shareNode(node *corev1.Node) {
 	var held []*sharedMap
-	if len(node.Annotations) > 0 {
-		e := s.hold(stringsKey(node.Annotations), node.Annotations)
-		node.Annotations = e.value.(map[string]string)
-		held = append(held, e)
-	}
-	for _, rl := range []*corev1.ResourceList{&node.Status.Capacity, &node.Status.Allocatable} {
-		if len(*rl) > 0 {
-			e := s.hold(resourcesKey(*rl), *rl)
-			*rl = e.value.(corev1.ResourceList)
-			held = append(held, e)
-		}
-	}
-	if len(node.Labels) > 0 {
-		labels := make(map[string]string, len(node.Labels))
-		for k, v := range node.Labels {
-			labels[unique.Make(k).Value()] = unique.Make(v).Value()
-		}
-		node.Labels = labels
-	}
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		intern(&t.Key)
-		intern(&t.Value)
-		intern(&t.Effect)
-	}
+	held = s.shareStrings(held, &node.Annotations)
+	held = s.shareResources(held, &node.Status.Capacity)
+	held = s.shareResources(held, &node.Status.Allocatable)
+	node.Labels = internedMap(node.Labels)
+	internTaints(node.Spec.Taints)
 	for i := range node.Status.Conditions {
 		c := &node.Status.Conditions[i]
 		intern(&c.Type)
@@ -246,4 +209,118 @@ func (s *sharedMaps) shareNode(node *corev1.Node) {
 	if len(held) > 0 {
 		runtime.AddCleanup(node, s.release, held)
 	}
+}
+
+// shareClaim gives the claim the shared copies of its annotations, requirements, requests, capacity
+// and allocatable (equal for the claims of one pool and type) and interns its label keys and values,
+// finalizers, owners, taints, node class and conditions. It is called on a claim fresh from the
+// watch, before any reader sees it; the claims are JSON, whose decoding makes every string and map
+// anew per event.
+func (s *sharedMaps) shareClaim(nc *v1.NodeClaim) {
+	var held []*sharedMap
+	held = s.shareStrings(held, &nc.Annotations)
+	held = s.shareResources(held, &nc.Spec.Resources.Requests)
+	held = s.shareResources(held, &nc.Status.Capacity)
+	held = s.shareResources(held, &nc.Status.Allocatable)
+	if len(nc.Spec.Requirements) > 0 {
+		e := s.hold(requirementsKey(nc.Spec.Requirements), nc.Spec.Requirements)
+		nc.Spec.Requirements = e.value.([]v1.NodeSelectorRequirementWithMinValues)
+		held = append(held, e)
+	}
+	nc.Labels = internedMap(nc.Labels)
+	for i := range nc.Finalizers {
+		intern(&nc.Finalizers[i])
+	}
+	internOwners(nc.OwnerReferences)
+	internTaints(nc.Spec.Taints)
+	internTaints(nc.Spec.StartupTaints)
+	if ref := nc.Spec.NodeClassRef; ref != nil {
+		intern(&ref.Group)
+		intern(&ref.Kind)
+		intern(&ref.Name)
+	}
+	intern(&nc.Status.ImageID)
+	internConditions(nc.Status.Conditions)
+	if len(held) > 0 {
+		runtime.AddCleanup(nc, s.release, held)
+	}
+}
+
+// shareStrings replaces *m with its shared copy, adding the entry to held.
+func (s *sharedMaps) shareStrings(held []*sharedMap, m *map[string]string) []*sharedMap {
+	if len(*m) == 0 {
+		return held
+	}
+	e := s.hold(stringsKey(*m), *m)
+	*m = e.value.(map[string]string)
+	return append(held, e)
+}
+
+// shareResources replaces *rl with its shared copy, adding the entry to held.
+func (s *sharedMaps) shareResources(held []*sharedMap, rl *corev1.ResourceList) []*sharedMap {
+	if len(*rl) == 0 {
+		return held
+	}
+	e := s.hold(resourcesKey(*rl), *rl)
+	*rl = e.value.(corev1.ResourceList)
+	return append(held, e)
+}
+
+// internedMap is m with its keys and values interned (a new map: keys cannot be replaced in place).
+func internedMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
+}
+
+func internTaints(ts []corev1.Taint) {
+	for i := range ts {
+		intern(&ts[i].Key)
+		intern(&ts[i].Value)
+		intern(&ts[i].Effect)
+	}
+}
+
+func internOwners(refs []metav1.OwnerReference) {
+	for i := range refs {
+		o := &refs[i]
+		intern(&o.APIVersion)
+		intern(&o.Kind)
+		intern(&o.Name)
+		intern(&o.UID)
+	}
+}
+
+func internConditions(cs []metav1.Condition) {
+	for i := range cs {
+		intern(&cs[i].Type)
+		intern(&cs[i].Status)
+		intern(&cs[i].Reason)
+		intern(&cs[i].Message)
+	}
+}
+
+// requirementsKey is an unambiguous text of rs, in order.
+func requirementsKey(rs []v1.NodeSelectorRequirementWithMinValues) string {
+	var b strings.Builder
+	b.WriteByte('q')
+	for _, r := range rs {
+		writeField(&b, r.Key)
+		writeField(&b, string(r.Operator))
+		writeField(&b, strconv.Itoa(len(r.Values)))
+		for _, v := range r.Values {
+			writeField(&b, v)
+		}
+		if r.MinValues != nil {
+			writeField(&b, strconv.Itoa(*r.MinValues))
+		} else {
+			writeField(&b, "-")
+		}
+	}
+	return b.String()
 }

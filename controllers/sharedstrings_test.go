@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -15,6 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kjson "sigs.k8s.io/json"
+
+	v1 "github.com/joist-dev/joist/api/v1"
 )
 
 // decodedPod is a bound pod of a ReplicaSet as the apiserver sends it (defaulted), decoded from
@@ -174,19 +178,7 @@ func TestCachedObjectsShareTolerationsStringsAndCapacity(t *testing.T) {
 // pods and 1,000 nodes like the fixtures above. Trimmed only, a pod is ~2,530 B and a node ~4,060 B; shared and interned ~2,130 and ~2,050.
 func TestCachedObjectBytes(t *testing.T) {
 	shared := newSharedMaps()
-	retained := func(raw [][]byte, decode func([]byte) any) int {
-		keep := make([]any, len(raw))
-		runtime.GC()
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for i := range raw {
-			keep[i] = decode(raw[i])
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		runtime.KeepAlive(keep)
-		return int(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / len(raw)
-	}
+	retained := retainedBytes
 	marshal := func(n int, obj func(int) interface{ Marshal() ([]byte, error) }) [][]byte {
 		out := make([][]byte, n)
 		for i := range out {
@@ -213,10 +205,114 @@ func TestCachedObjectBytes(t *testing.T) {
 	}
 }
 
+// retainedBytes is the heap each decoded object holds, on average, once decode has made them all.
+func retainedBytes(raw [][]byte, decode func([]byte) any) int {
+	keep := make([]any, len(raw))
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range raw {
+		keep[i] = decode(raw[i])
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(keep)
+	return int(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / len(raw)
+}
+
 func roundTripBytes[T interface{ Unmarshal([]byte) error }](t testing.TB, raw []byte, out T) T {
 	t.Helper()
 	if err := out.Unmarshal(raw); err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// decodedClaim is a launched NodeClaim as the informer decodes it (JSON, as for every custom
+// resource).
+func decodedClaim(t testing.TB, i int) *v1.NodeClaim {
+	t.Helper()
+	now := metav1.NewTime(time.Unix(1765000000, 0))
+	name := fmt.Sprintf("general-%05d", i)
+	in := func(k string, vs ...string) v1.NodeSelectorRequirementWithMinValues {
+		return v1.NodeSelectorRequirementWithMinValues{Key: k, Operator: corev1.NodeSelectorOpIn, Values: vs}
+	}
+	cond := func(typ string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, LastTransitionTime: now}
+	}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(fmt.Sprintf("9f1e-%012d", i)), ResourceVersion: fmt.Sprint(300000 + i),
+		CreationTimestamp: now, Finalizers: []string{v1.TerminationFinalizer},
+		Labels: map[string]string{v1.NodePoolLabelKey: "general", corev1.LabelInstanceTypeStable: "c-2x-amd64-linux", corev1.LabelTopologyZone: "zone-a",
+			v1.CapacityTypeLabelKey: "on-demand", corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux", v1.ProvisioningBatchLabelKey: "1765000000000"},
+		Annotations:     map[string]string{v1.NodePoolHashAnnotationKey: "1234567890", v1.NodePoolHashVersionAnnotationKey: "v3"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodePool", Name: "general", UID: "pool-uid", BlockOwnerDeletion: ptrTo(true)}}},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{in(v1.NodePoolLabelKey, "general"), in(corev1.LabelInstanceTypeStable, "c-2x-amd64-linux"),
+				in(corev1.LabelTopologyZone, "zone-a"), in(v1.CapacityTypeLabelKey, "on-demand"), in(corev1.LabelArchStable, "amd64")},
+			Resources:    v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1750m"), corev1.ResourceMemory: resource.MustParse("1280Mi"), corev1.ResourcePods: resource.MustParse("5")}},
+			NodeClassRef: &v1.NodeClassReference{Group: "kwok.joist.dev", Kind: "KWOKNodeClass", Name: "default"}},
+		Status: v1.NodeClaimStatus{NodeName: name, ProviderID: "kwok://" + name, ImageID: "kwok-image",
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1900m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			Conditions: []metav1.Condition{cond(v1.ConditionTypeLaunched), cond(v1.ConditionTypeRegistered), cond(v1.ConditionTypeInitialized),
+				cond(v1.ConditionTypeReady), cond(v1.ConditionTypeConsolidatable)},
+			LastPodEventTime: now},
+	}
+	raw, err := json.Marshal(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claimFromJSON(t, raw)
+}
+
+func claimFromJSON(t testing.TB, raw []byte) *v1.NodeClaim {
+	t.Helper()
+	out := &v1.NodeClaim{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Cached claims share their annotations, requirements and resource lists and intern their strings;
+// they read exactly as the decoded claim less its managed fields.
+func TestCachedClaimsShareWhatClaimsHoldEqual(t *testing.T) {
+	shared := newSharedMaps()
+	share := func(i int) *v1.NodeClaim {
+		out, err := shared.stripAndShareClaim(decodedClaim(t, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*v1.NodeClaim)
+	}
+	a, b := share(1), share(2)
+	if want := decodedClaim(t, 1); !equality.Semantic.DeepEqual(want, a) {
+		t.Errorf("shared claim differs from the decoded one:\n%+v\n%+v", a, want)
+	}
+	if !sameBacking(a.Annotations, b.Annotations) || !sameBacking(a.Spec.Requirements, b.Spec.Requirements) || !sameBacking(a.Spec.Resources.Requests, b.Spec.Resources.Requests) ||
+		!sameBacking(a.Status.Capacity, b.Status.Capacity) || !sameBacking(a.Status.Allocatable, b.Status.Allocatable) {
+		t.Error("two claims of one pool and type hold separate annotations, requirements or resource lists")
+	}
+	if !sameString(a.Labels[v1.NodePoolLabelKey], b.Labels[v1.NodePoolLabelKey]) || !sameString(a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason) ||
+		!sameString(a.Spec.NodeClassRef.Name, b.Spec.NodeClassRef.Name) || !sameString(a.Finalizers[0], b.Finalizers[0]) {
+		t.Error("claims hold their own copies of equal strings")
+	}
+	if a.Status.ProviderID == b.Status.ProviderID {
+		t.Error("provider IDs are each claim's own")
+	}
+	raw := make([][]byte, 1000)
+	for i := range raw {
+		var err error
+		if raw[i], err = json.Marshal(decodedClaim(t, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perClaim := retainedBytes(raw, func(b []byte) any {
+		out, _ := shared.stripAndShareClaim(claimFromJSON(t, b))
+		return out
+	})
+	t.Logf("cached: %d B a claim", perClaim)
+	if perClaim > 2500 {
+		t.Errorf("cached claims hold %d B each, want ≤ 2,500 (~5,900 decoded, managed fields dropped)", perClaim)
+	}
 }
