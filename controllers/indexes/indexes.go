@@ -37,8 +37,9 @@ const (
 )
 
 // Register adds every index to the indexer (the manager's field indexer). When the indexer is the
-// manager's cache, nodes by provider ID (CachedNodeForClaim) and pods by UID (CachedPodByUID) are
-// also kept in maps from their informers' events; pods by UID only there.
+// manager's cache, nodes by provider ID are also indexed in the node informer's store
+// (CachedNodeForClaim) and pods by UID are kept in a map from the pod informer's events
+// (CachedPodByUID); pods by UID only there.
 func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeName, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
@@ -104,74 +105,53 @@ func NodeForClaim(ctx context.Context, reader client.Reader, nc *v1.NodeClaim, o
 	return &nodes.Items[0], nil
 }
 
-// Lookups of the informers' own objects: they return the store's objects, without the typed-list
-// copy a cached List makes. A controller-runtime field index of a namespaced object also keeps every
-// value twice (namespaced and across namespaces): for pods by UID that was two one-key sets per
-// pod, ~30 MB at 50,000 pods. (A release reads the node of every claim of its batch on each pass:
-// the list copies were 13 MB of the 89 MB live heap at the 5,000-pod peak of make bench-scale.)
+// Indexes of the informers' own stores, read with ByIndex: they return the store's objects, without
+// the typed-list copy a cached List makes. A controller-runtime field index of a namespaced object
+// also keeps every value twice (namespaced and across namespaces): for pods by UID that was two
+// one-key sets per pod, ~30 MB at 50,000 pods. (A release reads the node of every claim of its batch
+// on each pass: the list copies were 13 MB of the 89 MB live heap at the 5,000-pod peak of make
+// bench-scale.)
 //
-// Pods by UID and nodes by provider ID are plain maps kept from their informers' events (byKey): a
-// store index holds a one-key set per object, which with its index entry was most of the 28.6 MB the
-// store indexes held at 50,000 pods, and reading one (ByIndex: three map lookups, a set iteration
-// and a result slice) was 1.2 of the 23 CPU-s at 5,000 pods, for the release's node of each claim.
+// Pods by UID are a plain map kept from the pod informer's events instead (podUIDs): a store index
+// holds a one-key set per pod, which with its index entry was most of the 28.6 MB the store
+// indexes held at 50,000 pods.
+const nodeProviderIDStore = "joist.dev/node-provider-id"
 
-// byKey maps each cached object's key to the informer's latest object, kept by an event handler of
-// that informer: one map entry per object (~50 bytes).
-type byKey[T client.Object] struct {
+// podUIDs maps each cached pod's UID to the pod informer's latest object, kept by an event handler
+// of that informer: one map entry per pod (~50 bytes) where a store index held a set per pod.
+type podUIDs struct {
 	mu   sync.RWMutex
-	key  func(T) string
-	objs map[string]T
+	pods map[types.UID]*corev1.Pod
 }
 
-func newByKey[T client.Object](key func(T) string) *byKey[T] {
-	return &byKey[T]{key: key, objs: map[string]T{}}
-}
-
-func (m *byKey[T]) update(old, cur any) {
-	o, okOld := old.(T)
-	c, ok := cur.(T)
-	if !ok {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if okOld && m.key(o) != m.key(c) {
-		m.removeLocked(o)
-	}
-	if k := m.key(c); k != "" {
-		m.objs[k] = c
-	}
-}
-
-func (m *byKey[T]) remove(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	if o, ok := obj.(T); ok {
+func (m *podUIDs) set(obj any) {
+	if p, ok := obj.(*corev1.Pod); ok {
 		m.mu.Lock()
-		m.removeLocked(o)
+		m.pods[p.UID] = p
 		m.mu.Unlock()
 	}
 }
 
-// removeLocked drops o's key if it still names o (not another object that took the key since).
-func (m *byKey[T]) removeLocked(o T) {
-	k := m.key(o)
-	if cur, ok := m.objs[k]; ok && cur.GetName() == o.GetName() && cur.GetNamespace() == o.GetNamespace() {
-		delete(m.objs, k)
+func (m *podUIDs) remove(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if p, ok := obj.(*corev1.Pod); ok {
+		m.mu.Lock()
+		delete(m.pods, p.UID)
+		m.mu.Unlock()
 	}
 }
 
-func (m *byKey[T]) get(key string) (T, bool) {
+func (m *podUIDs) get(uid types.UID) *corev1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	o, ok := m.objs[key]
-	return o, ok
+	return m.pods[uid]
 }
 
-// keyMaps holds the byKey maps of each informer Register was given (keyed by the informer), for
-// CachedPodByUID and CachedNodeForClaim, whose callers name the cache, not the map.
-var keyMaps sync.Map
+// uidMaps holds the podUIDs of each pod informer Register was given (keyed by the informer), for
+// CachedPodByUID, whose callers name the cache, not the map.
+var uidMaps sync.Map
 
 // nodeType and podType name the node and pod informers on every store lookup. They are never
 // written: a new object per lookup (~900 B) was a quarter of all allocation at 5,000 pods.
@@ -180,55 +160,70 @@ var (
 	podType  client.Object = &corev1.Pod{}
 )
 
-// registerStore adds the maps kept from the informers' events.
+// registerStore adds the indexes read from the informers' stores.
 func registerStore(ctx context.Context, informers ctrlcache.Informers) error {
-	if err := addKeyMap(ctx, informers, nodeType, func(n *corev1.Node) string { return n.Spec.ProviderID }); err != nil {
+	if err := addStoreIndex(ctx, informers, &corev1.Node{}, nodeProviderIDStore, func(obj any) []string {
+		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
+			return []string{n.Spec.ProviderID}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
-	return addKeyMap(ctx, informers, podType, func(p *corev1.Pod) string { return string(p.UID) })
-}
-
-func addKeyMap[T client.Object](ctx context.Context, informers ctrlcache.Informers, obj client.Object, key func(T) string) error {
-	sii, err := store(ctx, informers, obj)
+	sii, err := store(ctx, informers, &corev1.Pod{})
 	if err != nil || sii == nil {
 		return err
 	}
-	m := newByKey(key)
+	m := &podUIDs{pods: map[types.UID]*corev1.Pod{}}
 	if _, err := sii.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { m.update(nil, obj) },
-		UpdateFunc: m.update,
+		AddFunc:    m.set,
+		UpdateFunc: func(_, obj any) { m.set(obj) },
 		DeleteFunc: m.remove,
 	}); err != nil {
-		return fmt.Errorf("watching %T by key: %w", obj, err)
+		return fmt.Errorf("watching pods by uid: %w", err)
 	}
-	keyMaps.Store(sii, m)
+	uidMaps.Store(sii, m)
 	return nil
 }
 
-// byKeyMap returns the object of type T under key in obj's informer's map, and whether the map
-// exists (false: informers nil, or not registered by Register).
-func byKeyMap[T client.Object](ctx context.Context, informers ctrlcache.Informers, obj client.Object, key string) (T, bool, error) {
-	var none T
+func addStoreIndex(ctx context.Context, informers ctrlcache.Informers, obj client.Object, name string, values func(any) []string) error {
 	sii, err := store(ctx, informers, obj)
 	if err != nil || sii == nil {
-		return none, false, err
+		return err
 	}
-	m, ok := keyMaps.Load(sii)
-	if !ok {
-		return none, false, nil
+	if err := sii.AddIndexers(toolscache.Indexers{name: func(obj any) ([]string, error) { return values(obj), nil }}); err != nil {
+		return fmt.Errorf("adding store index %s: %w", name, err)
 	}
-	o, _ := m.(*byKey[T]).get(key)
-	return o, true, nil
+	return nil
 }
 
-// CachedNodeForClaim is NodeForClaim returning the cache's own Node (as the informer's handlers last
-// saw it), read only. Without the map (informers nil, or not registered by Register) it lists from
-// kube without deep copies.
+// byStoreIndex returns the store's first object of type PT under value, and whether the store has
+// the index at all (false: informers nil, or the index was not registered).
+func byStoreIndex[PT client.Object](ctx context.Context, informers ctrlcache.Informers, obj client.Object, name, value string) (PT, bool, error) {
+	var none PT
+	sii, err := store(ctx, informers, obj)
+	if err != nil || sii == nil || sii.GetIndexer().GetIndexers()[name] == nil {
+		return none, false, err
+	}
+	objs, err := sii.GetIndexer().ByIndex(name, value)
+	if err != nil {
+		return none, true, fmt.Errorf("reading store index %s: %w", name, err)
+	}
+	for _, o := range objs {
+		if typed, ok := o.(PT); ok {
+			return typed, true, nil
+		}
+	}
+	return none, true, nil
+}
+
+// CachedNodeForClaim is NodeForClaim returning the cache's own Node, read only. Without the store
+// index (informers nil, or not indexed by Register) it lists from kube without deep copies.
 func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, nc *v1.NodeClaim) (*corev1.Node, error) {
 	if nc.Status.ProviderID == "" {
 		return nil, nil
 	}
-	node, indexed, err := byKeyMap[*corev1.Node](ctx, informers, nodeType, nc.Status.ProviderID)
+	node, indexed, err := byStoreIndex[*corev1.Node](ctx, informers, nodeType, nodeProviderIDStore, nc.Status.ProviderID)
 	if indexed || err != nil {
 		return node, err
 	}
@@ -239,9 +234,14 @@ func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube
 // handlers last saw it), read only. Without the map (informers nil, or not registered by Register)
 // it lists from kube by the PodUID field index.
 func CachedPodByUID(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, uid types.UID) (*corev1.Pod, error) {
-	pod, indexed, err := byKeyMap[*corev1.Pod](ctx, informers, podType, string(uid))
-	if indexed || err != nil {
-		return pod, err
+	sii, err := store(ctx, informers, podType)
+	if err != nil {
+		return nil, err
+	}
+	if sii != nil {
+		if m, ok := uidMaps.Load(sii); ok {
+			return m.(*podUIDs).get(uid), nil
+		}
 	}
 	pods := &corev1.PodList{}
 	if err := kube.List(ctx, pods, client.MatchingFields{PodUID: string(uid)}, client.UnsafeDisableDeepCopy); err != nil {
