@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/snapshot"
 )
 
@@ -26,14 +27,17 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 // would erase the trimmed fields on the server. controllers/cache_test.go checks this stays true.
 //
 // Cached pods also share equal maps (labels, annotations, node selector, container requests and
-// limits) through one table per cache (sharedMaps).
+// limits) and tolerations, nodes their annotations, capacity and allocatable, and NodeClaims their
+// annotations, requirements and resource lists, through one table per cache (sharedMaps); the
+// strings they commonly hold equal are interned.
 func CacheOptions() cache.Options {
 	shared := newSharedMaps()
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:         {Transform: shared.trimAndSharePod},
-			&corev1.Node{}:        {Transform: TrimNode},
+			&corev1.Node{}:        {Transform: shared.trimAndShareNode},
+			&v1.NodeClaim{}:       {Transform: shared.stripAndShareClaim},
 			&appsv1.ReplicaSet{}:  {Transform: TrimWorkload},
 			&appsv1.Deployment{}:  {Transform: TrimWorkload},
 			&appsv1.StatefulSet{}: {Transform: TrimWorkload},
@@ -84,6 +88,28 @@ func (s *sharedMaps) trimAndSharePod(obj any) (any, error) {
 		s.sharePod(pod)
 	}
 	return out, err
+}
+
+// trimAndShareNode is TrimNode, then the node's maps replaced by their shared copies and its common
+// strings interned.
+func (s *sharedMaps) trimAndShareNode(obj any) (any, error) {
+	out, err := TrimNode(obj)
+	if node, ok := out.(*corev1.Node); ok && err == nil {
+		s.shareNode(node)
+	}
+	return out, err
+}
+
+// stripAndShareClaim drops the claim's managed fields, then replaces its maps and requirements by
+// their shared copies and interns its common strings.
+func (s *sharedMaps) stripAndShareClaim(obj any) (any, error) {
+	nc, ok := obj.(*v1.NodeClaim)
+	if !ok {
+		return cache.TransformStripManagedFields()(obj)
+	}
+	nc.ManagedFields = nil
+	s.shareClaim(nc)
+	return nc, nil
 }
 
 // attachableVolumes keeps the volumes the solver reads (solver.PodVolumes): persistent volume

@@ -7,8 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joist-dev/joist/api/v1"
 )
 
 // sharedMaps hands every cached pod one shared copy of each map it holds equal to another cached
@@ -28,7 +32,7 @@ type sharedMaps struct {
 
 type sharedMap struct {
 	key   string
-	value any // map[string]string or corev1.ResourceList
+	value any // map[string]string, corev1.ResourceList, []corev1.Toleration or []v1.NodeSelectorRequirementWithMinValues
 	refs  int
 }
 
@@ -38,29 +42,22 @@ func newSharedMaps() *sharedMaps { return &sharedMaps{entries: map[string]*share
 // watch, before any reader sees it.
 func (s *sharedMaps) sharePod(pod *corev1.Pod) {
 	var held []*sharedMap
-	shareStrings := func(m *map[string]string) {
-		if len(*m) > 0 {
-			e := s.hold(stringsKey(*m), *m)
-			*m = e.value.(map[string]string)
-			held = append(held, e)
-		}
-	}
-	shareResources := func(rl *corev1.ResourceList) {
-		if len(*rl) > 0 {
-			e := s.hold(resourcesKey(*rl), *rl)
-			*rl = e.value.(corev1.ResourceList)
-			held = append(held, e)
-		}
-	}
-	shareStrings(&pod.Labels)
-	shareStrings(&pod.Annotations)
-	shareStrings(&pod.Spec.NodeSelector)
+	held = s.shareStrings(held, &pod.Labels)
+	held = s.shareStrings(held, &pod.Annotations)
+	held = s.shareStrings(held, &pod.Spec.NodeSelector)
 	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range cs {
-			shareResources(&cs[i].Resources.Requests)
-			shareResources(&cs[i].Resources.Limits)
+			held = s.shareResources(held, &cs[i].Resources.Requests)
+			held = s.shareResources(held, &cs[i].Resources.Limits)
+			intern(&cs[i].Name)
 		}
 	}
+	if len(pod.Spec.Tolerations) > 0 {
+		e := s.hold(tolerationsKey(pod.Spec.Tolerations), pod.Spec.Tolerations)
+		pod.Spec.Tolerations = e.value.([]corev1.Toleration)
+		held = append(held, e)
+	}
+	internPodStrings(pod)
 	if len(held) > 0 {
 		runtime.AddCleanup(pod, s.release, held)
 	}
@@ -127,4 +124,203 @@ func writeField(b *strings.Builder, s string) {
 	b.WriteString(strconv.Itoa(len(s)))
 	b.WriteByte(':')
 	b.WriteString(s)
+}
+
+// tolerationsKey is an unambiguous text of ts, in order.
+func tolerationsKey(ts []corev1.Toleration) string {
+	var b strings.Builder
+	b.WriteByte('t')
+	for _, t := range ts {
+		writeField(&b, t.Key)
+		writeField(&b, string(t.Operator))
+		writeField(&b, t.Value)
+		writeField(&b, string(t.Effect))
+		if t.TolerationSeconds != nil {
+			writeField(&b, strconv.FormatInt(*t.TolerationSeconds, 10))
+		} else {
+			writeField(&b, "-")
+		}
+	}
+	return b.String()
+}
+
+// intern replaces *s with the process's canonical copy of its value (unique.Make). A decoded object
+// holds a string of its own per field; the namespace, node name, scheduler, owner and condition
+// strings of thousands of cached pods are a few distinct values. The canonical copy is kept while a
+// pod holds it (the runtime may make a new one for later pods once none of its handles is left,
+// which only shares less).
+func intern[S ~string](s *S) {
+	if *s != "" {
+		*s = S(unique.Make(string(*s)).Value())
+	}
+}
+
+// internPodStrings interns the pod's strings that pods commonly have equal: who owns and schedules
+// it, where it runs, its policies and its conditions. Names, UIDs and resource versions are the
+// pod's own.
+func internPodStrings(pod *corev1.Pod) {
+	intern(&pod.Namespace)
+	intern(&pod.GenerateName)
+	internOwners(pod.OwnerReferences)
+	sp := &pod.Spec
+	for _, f := range []*string{&sp.NodeName, &sp.SchedulerName, &sp.ServiceAccountName, &sp.DeprecatedServiceAccount, &sp.PriorityClassName} {
+		intern(f)
+	}
+	intern(&sp.RestartPolicy)
+	intern(&sp.DNSPolicy)
+	st := &pod.Status
+	intern(&st.Phase)
+	intern(&st.QOSClass)
+	intern(&st.NominatedNodeName)
+	intern(&st.Reason)
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		intern(&c.Type)
+		intern(&c.Status)
+		intern(&c.Reason)
+		intern(&c.Message)
+	}
+}
+
+// shareNode gives the node the shared copies of its annotations, capacity and allocatable (equal
+// for the nodes of one instance type) and interns its label keys and values, taints, conditions and
+// system info: a node's labels are its own map (its hostname differs), but their strings are the same
+// few dozen across the cluster. It is called on a node fresh from the watch, before any reader sees
+// it.
+func (s *sharedMaps) shareNode(node *corev1.Node) {
+	var held []*sharedMap
+	held = s.shareStrings(held, &node.Annotations)
+	held = s.shareResources(held, &node.Status.Capacity)
+	held = s.shareResources(held, &node.Status.Allocatable)
+	node.Labels = internedMap(node.Labels)
+	internTaints(node.Spec.Taints)
+	for i := range node.Status.Conditions {
+		c := &node.Status.Conditions[i]
+		intern(&c.Type)
+		intern(&c.Status)
+		intern(&c.Reason)
+		intern(&c.Message)
+	}
+	ni := &node.Status.NodeInfo
+	for _, f := range []*string{&ni.KernelVersion, &ni.OSImage, &ni.ContainerRuntimeVersion, &ni.KubeletVersion, &ni.KubeProxyVersion, &ni.OperatingSystem, &ni.Architecture} {
+		intern(f)
+	}
+	intern(&node.Status.Phase)
+	if len(held) > 0 {
+		runtime.AddCleanup(node, s.release, held)
+	}
+}
+
+// shareClaim gives the claim the shared copies of its annotations, requirements, requests, capacity
+// and allocatable (equal for the claims of one pool and type) and interns its label keys and values,
+// finalizers, owners, taints, node class and conditions. It is called on a claim fresh from the
+// watch, before any reader sees it; the claims are JSON, whose decoding makes every string and map
+// anew per event.
+func (s *sharedMaps) shareClaim(nc *v1.NodeClaim) {
+	var held []*sharedMap
+	held = s.shareStrings(held, &nc.Annotations)
+	held = s.shareResources(held, &nc.Spec.Resources.Requests)
+	held = s.shareResources(held, &nc.Status.Capacity)
+	held = s.shareResources(held, &nc.Status.Allocatable)
+	if len(nc.Spec.Requirements) > 0 {
+		e := s.hold(requirementsKey(nc.Spec.Requirements), nc.Spec.Requirements)
+		nc.Spec.Requirements = e.value.([]v1.NodeSelectorRequirementWithMinValues)
+		held = append(held, e)
+	}
+	nc.Labels = internedMap(nc.Labels)
+	for i := range nc.Finalizers {
+		intern(&nc.Finalizers[i])
+	}
+	internOwners(nc.OwnerReferences)
+	internTaints(nc.Spec.Taints)
+	internTaints(nc.Spec.StartupTaints)
+	if ref := nc.Spec.NodeClassRef; ref != nil {
+		intern(&ref.Group)
+		intern(&ref.Kind)
+		intern(&ref.Name)
+	}
+	intern(&nc.Status.ImageID)
+	internConditions(nc.Status.Conditions)
+	if len(held) > 0 {
+		runtime.AddCleanup(nc, s.release, held)
+	}
+}
+
+// shareStrings replaces *m with its shared copy, adding the entry to held.
+func (s *sharedMaps) shareStrings(held []*sharedMap, m *map[string]string) []*sharedMap {
+	if len(*m) == 0 {
+		return held
+	}
+	e := s.hold(stringsKey(*m), *m)
+	*m = e.value.(map[string]string)
+	return append(held, e)
+}
+
+// shareResources replaces *rl with its shared copy, adding the entry to held.
+func (s *sharedMaps) shareResources(held []*sharedMap, rl *corev1.ResourceList) []*sharedMap {
+	if len(*rl) == 0 {
+		return held
+	}
+	e := s.hold(resourcesKey(*rl), *rl)
+	*rl = e.value.(corev1.ResourceList)
+	return append(held, e)
+}
+
+// internedMap is m with its keys and values interned (a new map: keys cannot be replaced in place).
+func internedMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
+}
+
+func internTaints(ts []corev1.Taint) {
+	for i := range ts {
+		intern(&ts[i].Key)
+		intern(&ts[i].Value)
+		intern(&ts[i].Effect)
+	}
+}
+
+func internOwners(refs []metav1.OwnerReference) {
+	for i := range refs {
+		o := &refs[i]
+		intern(&o.APIVersion)
+		intern(&o.Kind)
+		intern(&o.Name)
+		intern(&o.UID)
+	}
+}
+
+func internConditions(cs []metav1.Condition) {
+	for i := range cs {
+		intern(&cs[i].Type)
+		intern(&cs[i].Status)
+		intern(&cs[i].Reason)
+		intern(&cs[i].Message)
+	}
+}
+
+// requirementsKey is an unambiguous text of rs, in order.
+func requirementsKey(rs []v1.NodeSelectorRequirementWithMinValues) string {
+	var b strings.Builder
+	b.WriteByte('q')
+	for _, r := range rs {
+		writeField(&b, r.Key)
+		writeField(&b, string(r.Operator))
+		writeField(&b, strconv.Itoa(len(r.Values)))
+		for _, v := range r.Values {
+			writeField(&b, v)
+		}
+		if r.MinValues != nil {
+			writeField(&b, strconv.Itoa(*r.MinValues))
+		} else {
+			writeField(&b, "-")
+		}
+	}
+	return b.String()
 }

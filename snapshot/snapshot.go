@@ -226,11 +226,18 @@ func liveObjects[T interface {
 	return out
 }
 
+// existingNode describes a node. Its labels are the node's own map, shared read only (the solver and
+// the planners never write a snapshot's labels), when it carries the hostname label the kubelet sets;
+// only a node without one (a dump, a test) gets a copy with the node's name added as its hostname: a
+// copy of every node's labels per batch was garbage at once.
 func existingNode(node *corev1.Node, pods []*corev1.Pod) solver.ExistingNode {
-	labels := make(map[string]string, len(node.Labels)+1)
-	labels[v1.LabelHostname] = node.Name // as the kubelet sets it
-	for k, v := range node.Labels {
-		labels[k] = v
+	labels := node.Labels
+	if _, ok := labels[v1.LabelHostname]; !ok {
+		labels = make(map[string]string, len(node.Labels)+1)
+		for k, v := range node.Labels {
+			labels[k] = v
+		}
+		labels[v1.LabelHostname] = node.Name // as the kubelet sets it
 	}
 	alloc := node.Status.Allocatable
 	if len(alloc) == 0 {

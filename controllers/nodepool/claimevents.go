@@ -22,9 +22,10 @@ import (
 const claimEventsWait = time.Second
 
 // claimEvents enqueues a claim's pool, after wait, when the claim is created or deleted or changes
-// what the pool's status counts (ClaimCountChanged); the queue holds a waiting pool once, so the
-// events of the wait coalesce into one reconcile. Pool events are enqueued at once (For).
-func claimEvents(wait time.Duration) handler.EventHandler {
+// what the pool's status counts (ClaimCountChanged), and moves the claim's share in t; the queue
+// holds a waiting pool once, so the events of the wait coalesce into one reconcile. Pool events are
+// enqueued at once (For).
+func claimEvents(wait time.Duration, t *tally) handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	enqueue := func(o client.Object, q queue) {
 		if pool := o.GetLabels()[v1.NodePoolLabelKey]; pool != "" {
@@ -32,15 +33,28 @@ func claimEvents(wait time.Duration) handler.EventHandler {
 		}
 	}
 	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) { enqueue(e.Object, q) },
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			if nc, ok := e.Object.(*v1.NodeClaim); ok {
+				t.observe(nc)
+			}
+			enqueue(e.Object, q)
+		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			old, cur, ok := claims(e.ObjectOld, e.ObjectNew)
 			if !ok || ClaimCountChanged(old, cur) {
+				if ok {
+					t.observe(cur)
+				}
 				enqueue(e.ObjectOld, q)
 				enqueue(e.ObjectNew, q)
 			}
 		},
-		DeleteFunc:  func(_ context.Context, e event.DeleteEvent, q queue) { enqueue(e.Object, q) },
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
+			if nc, ok := e.Object.(*v1.NodeClaim); ok {
+				t.forget(nc)
+			}
+			enqueue(e.Object, q)
+		},
 		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) { enqueue(e.Object, q) },
 	}
 }

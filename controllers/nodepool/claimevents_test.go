@@ -51,7 +51,7 @@ func TestClaimEventsCoalesce(t *testing.T) {
 	ctx := context.Background()
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	h := claimEvents(50 * time.Millisecond)
+	h := claimEvents(50*time.Millisecond, newTally())
 	for range 100 {
 		h.Create(ctx, event.CreateEvent{Object: claim("general")}, q)
 	}

@@ -29,6 +29,8 @@ type Controller struct {
 	kube client.Client
 	// informers, when set (Register), serve the pool's claims from the cache's store.
 	informers ctrlcache.Informers
+	// tally, when set (Register), keeps the pools' claim sums from the claim events.
+	tally *tally
 }
 
 // New returns the NodePool status controller.
@@ -48,24 +50,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	stored := np.DeepCopy()
-	// Read-only, the store's own claims: a deep copy, or a List's typed copy, of all the pool's
-	// claims per recount was quadratic in the claims while they launched.
-	claims, err := cachedobjects.Objects[v1.NodeClaim](ctx, c.informers, c.kube, &v1.NodeClaimList{}, InPool(np.Name))
+	resources, nodes, err := c.count(ctx, np.Name)
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing nodeclaims of nodepool %s: %w", np.Name, err)
-	}
-	resources := corev1.ResourceList{}
-	var nodes int64
-	for _, nc := range claims {
-		if !nc.DeletionTimestamp.IsZero() {
-			continue
-		}
-		nodes++
-		for name, q := range nc.Status.Capacity {
-			sum := resources[name]
-			sum.Add(q)
-			resources[name] = sum
-		}
+		return reconcile.Result{}, err
 	}
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		if _, ok := resources[name]; !ok {
@@ -91,6 +78,25 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("patching nodepool %s status: %w", np.Name, err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// count returns the pool's summed claim capacity and claim count (claims not being deleted): from the
+// tally the claim events keep once registered, else counted from the claims.
+func (c *Controller) count(ctx context.Context, pool string) (corev1.ResourceList, int64, error) {
+	if c.tally != nil {
+		resources, nodes := c.tally.of(pool)
+		return resources, nodes, nil
+	}
+	claims, err := cachedobjects.Objects[v1.NodeClaim](ctx, c.informers, c.kube, &v1.NodeClaimList{}, InPool(pool))
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing nodeclaims of nodepool %s: %w", pool, err)
+	}
+	t := newTally()
+	for _, nc := range claims {
+		t.observe(nc)
+	}
+	resources, nodes := t.of(pool)
+	return resources, nodes, nil
 }
 
 // stampHash writes the template hash and its version into the pool's annotations when they differ.
@@ -149,9 +155,10 @@ func (c *Controller) nodeClassObject(gvk schema.GroupVersionKind) client.Object 
 // Register sets the controller up with the manager.
 func (c *Controller) Register(mgr ctrl.Manager) error {
 	c.informers = mgr.GetCache()
+	c.tally = newTally()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodepool.status").
 		For(&v1.NodePool{}).
-		Watches(&v1.NodeClaim{}, claimEvents(claimEventsWait)).
+		Watches(&v1.NodeClaim{}, claimEvents(claimEventsWait, c.tally)).
 		Complete(c)
 }
