@@ -63,8 +63,14 @@ func (s *solver) assignmentBound(w []float64) float64 {
 	if len(lpCols) == 0 {
 		return 0
 	}
-	sol := s.solveAssignment(groups, cols, lpCols, rows)
-	groupDuals := sol.pi[:len(groups)]
+	// The LP-started repack has usually solved this very LP already, pool by pool (reusedDuals);
+	// its duals are then optimal here too and it is not solved again.
+	groupDuals, ok := s.reusedDuals(groups, cols, lpCols)
+	if ok {
+		s.tally.asgReused++
+	} else {
+		groupDuals = s.solveAssignment(groups, cols, lpCols, rows).pi[:len(groups)]
+	}
 	// Columns left out copy their dominator's prices, or else take the LP column's prices that
 	// keep them most nearly dual-feasible.
 	for _, c := range cols {
@@ -94,13 +100,7 @@ func (s *solver) asgGroups() []*asgGroup {
 			if len(c.volZones) > 0 || e.zoneCons {
 				zone = n.zone
 			}
-			key := string(rune('A'+zone+1)) + fmtKeyInt(c.req)
-			for _, a := range e.alts {
-				key += a.sig + "||"
-			}
-			for _, t := range c.tols {
-				key += "|" + t.Key + "=" + t.Value + ":" + string(t.Effect) + string(t.Operator)
-			}
+			key := asgKey(zone, c.req, e.alts, c)
 			g, ok := idx[key]
 			if !ok {
 				g = &asgGroup{d: c.req, c: c, alts: e.alts, zone: zone}
@@ -116,6 +116,19 @@ func (s *solver) asgGroups() []*asgGroup {
 		out = append(out, idx[k])
 	}
 	return out
+}
+
+// asgKey is what tells assignment-LP groups apart: zone (when the pods are held to one), request,
+// node-selection alternatives and tolerations (c's).
+func asgKey(zone int, req resVec, alts []*alt, c *class) string {
+	key := string(rune('A'+zone+1)) + fmtKeyInt(req)
+	for _, a := range alts {
+		key += a.sig + "||"
+	}
+	for _, t := range c.tols {
+		key += "|" + t.Key + "=" + t.Value + ":" + string(t.Effect) + string(t.Operator)
+	}
+	return key
 }
 
 func fmtKeyInt(v resVec) string {
@@ -160,9 +173,10 @@ func (s *solver) eachUsable(g *asgGroup, only *pool, fn func(p *pool, t *itype, 
 // price of one more pod), and the primal: nodes bought per kept column and pods of each group
 // on each.
 type asgSolution struct {
-	pi    []float64
-	nodes []float64         // per kept column
-	pods  []map[int]float64 // per kept column: group → pods
+	optimal bool
+	pi      []float64
+	nodes   []float64         // per kept column
+	pods    []map[int]float64 // per kept column: group → pods
 }
 
 // solveAssignment solves the LP over the kept columns and stores each kept column's resource
@@ -256,7 +270,7 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 	if !optimal && iters >= maxIter {
 		s.tally.asgCut++
 	}
-	sol := asgSolution{pi: pi, nodes: make([]float64, len(kept)), pods: make([]map[int]float64, len(kept))}
+	sol := asgSolution{optimal: optimal, pi: pi, nodes: make([]float64, len(kept)), pods: make([]map[int]float64, len(kept))}
 	for j, v := range x {
 		rf, ok := refs[j]
 		if !ok || v <= 0 {

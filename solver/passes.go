@@ -53,6 +53,9 @@ type workTally struct {
 	// rebalance: pairs re-split (priced), and pairs passed over because an earlier call had
 	// priced the same two contents without gain (passMemo.pairFailed)
 	pairsPriced, pairsKnown int
+	// asgReused: assignment LPs for the bound that took the duals of the LPs lpPack had solved
+	// over the same groups and offerings (reusedDuals) instead of being solved
+	asgReused int
 }
 
 // passes records the pass reports of one solve.
@@ -96,6 +99,9 @@ func (ps *passes) run(name string, budget float64, f func()) {
 	}
 	if n := d.patTailed - tally.patTailed; n > 0 {
 		r.Note = fmt.Sprintf("%d pattern LP column generation(s) stopped at their tail-off (value down < %.1f%% over %d pricing rounds)", n, 100*tailOff, tailOffRounds)
+	}
+	if n := d.asgReused - tally.asgReused; n > 0 {
+		r.Note = "assignment LP not solved again: the LP-started repack had solved the same LP (same pod groups and offerings, pool by pool); its duals are used"
 	}
 	if len(short) > 0 {
 		r.CutShort = true

@@ -135,6 +135,8 @@ func newPassMemo(classes []*class) *passMemo {
 
 // lpPlan is a solved assignment LP over the groups lpPack moves (cols nil when there was none).
 type lpPlan struct {
+	p      *pool
+	groups []*asgGroup
 	cols   []*asgCol
 	lpCols []int
 	sol    asgSolution
@@ -159,7 +161,9 @@ func (s *solver) solveLPPack(p *pool, groups []*asgGroup) *lpPlan {
 	if len(lpCols) == 0 {
 		return &lpPlan{}
 	}
-	return &lpPlan{cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}
+	lp := &lpPlan{p: p, groups: groups, cols: cols, lpCols: lpCols, sol: s.solveAssignment(groups, cols, lpCols, rows), rows: rows}
+	s.asgSolved = append(s.asgSolved, lp)
+	return lp
 }
 
 // assignmentColumns are the assignment LP's columns: one per (pool, instance type, cheapest offering)

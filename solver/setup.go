@@ -41,6 +41,8 @@ type solver struct {
 	priorityFirst bool
 	tally         workTally // the budgeted LPs' work, for Result.Passes
 	lb            boundMemo // the lower bound and the demand it covers (bound)
+	// asgSolved: the assignment LPs lpPack solved, for the bound to reuse (reusedDuals)
+	asgSolved []*lpPlan
 	// droppedZones and droppedCTs are the zones and capacity types beyond the 64 of each that the
 	// solver's bitmasks hold: offerings there are not used, and Result.Passes says so.
 	droppedZones, droppedCTs []string

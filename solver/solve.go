@@ -58,7 +58,14 @@ func SolveWith(in Input, opts Options) Result {
 		ps.skip("lp-repack", near)
 		ps.skip("lp-repack-topup", near)
 		ps.run("repack", 0, func() { s.repack(false, false, memo) })
-		ps.run("repack-topup", 0, func() { s.repack(true, false, memo) })
+		// The top-up variant only where the repacked plan is still more than lpWorthIt above
+		// the resource bound: the most it can gain is that gap (on the synthetic shapes and
+		// the family-p variants that take this branch it never gained within it).
+		if cheap, _ := s.resourceBound(); s.planCost() > lpWorthIt*cheap {
+			ps.run("repack-topup", 0, func() { s.repack(true, false, memo) })
+		} else {
+			ps.skip("repack-topup", fmt.Sprintf("plan within %.2f× the resource bound after repack ($%.4f/h ÷ $%.4f/h): too little for the top-up to gain", lpWorthIt, s.planCost(), cheap))
+		}
 		ps.run("drain", 0, func() { s.drain() })
 	}
 	// The lower bound (the passes left do not change the demand it covers), then the pattern LP's
