@@ -16,55 +16,88 @@ import (
 // A pod needs its status.nominatedNodeName only where the kube-scheduler would otherwise place it
 // somewhere the plan does not hold room for it. The scheduler tries a pod's nominated node first,
 // and when it filters a node for a pod it counts the pods nominated there with a priority at least
-// the pod's own (kube-scheduler's addGENominatedPods). A batch whose pods are all of one
-// interchangeable class — the same requests, node selector, node affinity, tolerations, priority and
-// scheduler, no topology spread, pod (anti-)affinity, host ports or volume claims — needs no
-// steering: any of its pods fits any free slot of its nodes, so whichever pod binds first to a slot,
-// the rest still fit the slots left. Those nominations are not written (5,000 of a 5,000-pod
-// bench-scale run's ~32,000 apiserver writes, and the kube-scheduler's per-pod work on nominated
-// pods).
-//
-// Pods of another class in the same batch rule it out: a pod nominated to a node not released yet is
-// tried on every node released meanwhile, and the un-nominated class's room there would be free for
-// it (a bigger pod taking the room of several small ones strands them).
+// the pod's own (kube-scheduler's addGENominatedPods). Pods of one interchangeable class — the same
+// requests, node selector, node affinity, tolerations, priority and scheduler, no topology spread,
+// pod (anti-)affinity, host ports or volume claims — whose planned nodes hold only pods of that
+// class need no steering: any of them fits any free slot of those nodes, the nominated pods of other
+// classes keep their own room, and no other node of the plan has room for one of them. Those
+// nominations are not written (5,000 of a 5,000-pod bench-scale run's ~33,000 apiserver writes).
 
 // Interchangeable returns the pods of the admitted plans that need no nomination, by UID, each with
-// its class: all of them when every pending pod (the pods handed to the solver) is of one
-// interchangeable class and was planned onto a new node, and the room the plan's nodes have left
-// over, counted in the class's pods, is less than the fewest pods one of them holds (so pods filling
-// the slack of some nodes cannot leave another empty); otherwise none.
-func Interchangeable(plans []solver.NodeClaimPlan, pending []*corev1.Pod) map[types.UID]string {
-	if len(pending) == 0 {
+// its class. A class qualifies when every pod of it among pending (the pods handed to the solver)
+// was planned onto plans that hold only pods of that class; its priority is no higher than any
+// other planned pod's (the scheduler counts a lower-priority nominee's room as free for it); no
+// other plan, nor existing node's placement, has room left for one of its pods; and the room its own
+// nodes have left over, counted in its pods, is less than the fewest pods any of those nodes holds (so
+// pods filling the slack of some nodes cannot leave one of them empty).
+func Interchangeable(plans []solver.NodeClaimPlan, existing []solver.ExistingPlacement, pending []*corev1.Pod) map[types.UID]string {
+	classOf := map[types.UID]string{}
+	planClass := make([]string, len(plans)) // "" for a plan of mixed or ineligible pods
+	sample := map[string]*corev1.Pod{}
+	ok := map[string]bool{}
+	for i := range plans {
+		pure := len(plans[i].Pods) > 0
+		for j, pod := range plans[i].Pods {
+			k := classKey(pod)
+			classOf[pod.UID] = k
+			if sample[k] == nil {
+				sample[k] = pod
+			}
+			if j == 0 {
+				planClass[i] = k
+			}
+			pure = pure && k != "" && k == planClass[i]
+		}
+		if !pure {
+			planClass[i] = ""
+		}
+		for _, pod := range plans[i].Pods {
+			k := classOf[pod.UID]
+			if _, seen := ok[k]; !seen {
+				ok[k] = true
+			}
+			ok[k] = ok[k] && pure
+		}
+	}
+	delete(ok, "")
+	if len(ok) == 0 {
 		return nil
 	}
-	class := classKey(pending[0])
-	if class == "" {
-		return nil
+	// Every pending pod of the class must be on the class's own nodes: one placed elsewhere, or not
+	// placed, would compete with them for their slots.
+	for _, pod := range pending {
+		if _, planned := classOf[pod.UID]; !planned {
+			if k := classKey(pod); ok[k] {
+				ok[k] = false
+			}
+		}
 	}
-	onPlans := map[types.UID]bool{}
+	minPriority := int32(math.MaxInt32)
 	for i := range plans {
 		for _, pod := range plans[i].Pods {
-			onPlans[pod.UID] = true
+			minPriority = min(minPriority, priorityOf(pod))
 		}
 	}
-	for _, pod := range pending {
-		if !onPlans[pod.UID] || classKey(pod) != class {
-			return nil // placed elsewhere or not at all, or of another class
+	for _, pl := range existing {
+		for _, pod := range pl.Pods {
+			minPriority = min(minPriority, priorityOf(pod))
 		}
 	}
-	if !roomConfined(pending[0], plans) {
-		return nil
+	for class := range ok {
+		ok[class] = ok[class] && priorityOf(sample[class]) <= minPriority && roomConfined(class, sample[class], plans, planClass)
 	}
-	out := make(map[types.UID]string, len(pending))
-	for _, pod := range pending {
-		out[pod.UID] = class
+	out := map[types.UID]string{}
+	for uid, k := range classOf {
+		if ok[k] {
+			out[uid] = k
+		}
 	}
 	return out
 }
 
-// roomConfined reports whether the room the plans have left, counted in sample's pods, is less than
-// the fewest pods one of them holds.
-func roomConfined(sample *corev1.Pod, plans []solver.NodeClaimPlan) bool {
+// roomConfined reports whether no plan outside the class has room left for one of its pods, and the
+// room its own plans have left, counted in its pods, is less than the fewest pods one of them holds.
+func roomConfined(class string, sample *corev1.Pod, plans []solver.NodeClaimPlan, planClass []string) bool {
 	req := resourcehelper.PodRequests(sample, resourcehelper.PodResourcesOptions{})
 	slack, fewest := int64(0), int64(math.MaxInt64)
 	for i := range plans {
@@ -72,8 +105,13 @@ func roomConfined(sample *corev1.Pod, plans []solver.NodeClaimPlan) bool {
 		if pl.InstanceType == nil {
 			return false
 		}
-		slack += roomFor(pl.InstanceType.Allocatable(), pl.Requests, int64(len(pl.Pods)), req)
-		fewest = min(fewest, int64(len(pl.Pods)))
+		room := roomFor(pl.InstanceType.Allocatable(), pl.Requests, int64(len(pl.Pods)), req)
+		if planClass[i] == class {
+			slack += room
+			fewest = min(fewest, int64(len(pl.Pods)))
+		} else if room > 0 {
+			return false // a node of the plan outside the class has room for one of its pods
+		}
 	}
 	return slack < fewest
 }

@@ -52,39 +52,44 @@ func uidsOf(set map[types.UID]string) []string {
 	return out
 }
 
-// A batch of one interchangeable class on nodes of its own goes without nominations; one pod of
-// another class in the batch (it could take the class's unheld room while its own node is not
-// released), a pod of the class left unplaced (it competes for the slots), or more spare room than
-// the fewest pods a node holds (pods filling it could empty that node) means every pod is nominated.
+// Only the pods of a class whose planned nodes hold nothing else, and whose pods no other node of
+// the plan has room for, go without a nomination; every pod of a mixed node, of a class with a pod
+// placed elsewhere or not placed, of a higher priority, or that another node's spare room could
+// take, is nominated.
 func TestInterchangeablePodsAreTheOnesThatNeedNoNomination(t *testing.T) {
-	a := podsNamed("a", 8, "500m", nil) // two nodes of 2 cpu, exactly full
-	plans := []solver.NodeClaimPlan{planOf(2000, a[:4]...), planOf(2000, a[4:]...)}
-	if got := uidsOf(Interchangeable(plans, a)); !slices.Equal(got, uidsOf(classSet(a))) {
-		t.Fatalf("unsteered %v, want every pod of the batch", got)
+	a := podsNamed("a", 8, "500m", nil) // class a: two nodes of 2 cpu, exactly full
+	mixed := []*corev1.Pod{classPod("b-0", "1", nil), classPod("c-0", "250m", map[string]string{"x": "1"})}
+	plans := []solver.NodeClaimPlan{planOf(2000, a[:4]...), planOf(2000, a[4:]...), planOf(1250, mixed...)}
+	if got := uidsOf(Interchangeable(plans, nil, append(slices.Clone(a), mixed...))); !slices.Equal(got, uidsOf(classSet(a))) {
+		t.Fatalf("unsteered %v, want exactly class a's pods", got)
 	}
 
-	other := classPod("b-0", "250m", map[string]string{"x": "1"})
-	mixed := append(slices.Clone(plans), planOf(250, other))
-	if got := Interchangeable(mixed, append(slices.Clone(a), other)); len(got) != 0 {
-		t.Errorf("a batch with a pod of another class: unsteered %v, want none", uidsOf(got))
-	}
-
+	// A pod of class a left unplaced (pending, on no plan) competes for its slots: all nominated.
 	extra := classPod("a-extra", "500m", nil)
-	if got := Interchangeable(plans, append(slices.Clone(a), extra)); len(got) != 0 {
-		t.Errorf("a pod of the class on no plan: unsteered %v, want none", uidsOf(got))
+	if got := Interchangeable(plans, nil, append(slices.Clone(a), append(mixed, extra)...)); len(got) != 0 {
+		t.Errorf("a class with a pod not on its nodes: unsteered %v, want none", uidsOf(got))
 	}
 
+	// A class of a higher priority than another planned pod could take that pod's held room.
 	high := podsNamed("h", 4, "500m", nil)
 	for _, p := range high {
 		p.Spec.Priority = ptr.To[int32](10)
 	}
-	if got := Interchangeable([]solver.NodeClaimPlan{planOf(2000, high[:2]...), planOf(2000, a[:4]...)}, append(slices.Clone(high[:2]), a[:4]...)); len(got) != 0 {
-		t.Errorf("two priorities: unsteered %v, want none", uidsOf(got))
+	if got := Interchangeable([]solver.NodeClaimPlan{planOf(2000, high...), planOf(1250, mixed...)}, nil, append(slices.Clone(high), mixed...)); len(got) != 0 {
+		t.Errorf("a class of higher priority: unsteered %v, want none", uidsOf(got))
 	}
 
-	thin := []solver.NodeClaimPlan{planOf(2000, a[:4]...), planOf(3500, a[4:6]...)}
-	if got := Interchangeable(thin, a[:6]); len(got) != 0 {
-		t.Errorf("spare room of 3 pods against a node of 2: unsteered %v, want none", uidsOf(got))
+	// A mixed node with room left for a pod of the class: the scheduler may put one there.
+	roomy := []solver.NodeClaimPlan{plans[0], plans[1], planOf(2000, mixed...)}
+	if got := Interchangeable(roomy, nil, append(slices.Clone(a), mixed...)); len(got) != 0 {
+		t.Errorf("another node with room for the class: unsteered %v, want none", uidsOf(got))
+	}
+
+	// The class's own nodes with more room left, in its pods, than the fewest pods one of them holds:
+	// pods filling that room could leave the node empty.
+	thin := []solver.NodeClaimPlan{planOf(2000, a[:4]...), planOf(3500, a[4:6]...), planOf(1250, mixed...)}
+	if got := Interchangeable(thin, nil, append(slices.Clone(a[:6]), mixed...)); len(got) != 0 {
+		t.Errorf("slack of 3 pods against a node of 2: unsteered %v, want none", uidsOf(got))
 	}
 }
 

@@ -63,7 +63,7 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	}
 	plans, blocked := s.Admit(result.NewNodeClaims)
 	// Before the claims exist, so that no release can write the nominations of pods that need none.
-	p.nominations.Unsteered(nomination.Interchangeable(plans, s.Pending))
+	p.nominations.Unsteered(nomination.Interchangeable(plans, result.ExistingPlacements, s.Pending))
 	var catalogs [][]*catalog.InstanceType
 	for _, pi := range s.Input.NodePools {
 		catalogs = append(catalogs, pi.InstanceTypes)
