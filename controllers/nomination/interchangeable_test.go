@@ -102,12 +102,9 @@ func classSet(pods []*corev1.Pod) map[types.UID]string {
 }
 
 // Pods that need no steering get no nomination at their node's release, the others of the batch
-// do, and the node is released all the same. (A pod left pending RejectionGrace after the release is
-// nominated all the same: the stall path's backstop.)
+// do, and the node is released all the same.
 func TestReleaseWritesNoNominationForUnsteeredPods(t *testing.T) {
-	opts := DefaultOptions()
-	opts.RejectionGrace = time.Minute // no scheduler binds here: a stall's renomination must not come first
-	h := start(t, opts)
+	h := start(t, DefaultOptions())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	free := []*corev1.Pod{h.pendingPod(t, "free-0", nil), h.pendingPod(t, "free-1", nil)}
@@ -136,9 +133,7 @@ func TestReleaseWritesNoNominationForUnsteeredPods(t *testing.T) {
 // for a still-pending pod of its class planned on the node it took (bare pods: no workload to
 // match), in the store only.
 func TestOffPlanBindingSwapsAPodOfTheSameUnsteeredClass(t *testing.T) {
-	opts := DefaultOptions()
-	opts.RejectionGrace = time.Minute // as above: no stall renomination while the test binds
-	h := start(t, opts)
+	h := start(t, DefaultOptions())
 	h.claimWithNode(t, "node-a", "batch-1", true)
 	h.claimWithNode(t, "node-b", "batch-1", true)
 	x, y := h.pendingPod(t, "x", nil), h.pendingPod(t, "y", nil)
