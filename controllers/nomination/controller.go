@@ -70,6 +70,8 @@ type Controller struct {
 	released *releasedNodes
 	// spread holds the planned pods whose placement counts other nodes' pods.
 	spread *spreadPods
+	// displaced holds the pods whose planned room another pod took, until they are planned again.
+	displaced *displacedPods
 }
 
 // New returns the controller. replan starts a provisioning batch; it is called when a rejected
@@ -79,7 +81,7 @@ func New(kube client.Client, c ctrlcache.Cache, store *state.Nominations, replan
 		kube: kube, cache: c, store: store, clock: clk, opts: opts, replan: replan,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "nomination.pods", Clock: clk}),
-		seen: newSeenWait(), released: newReleasedNodes(), spread: newSpreadPods(),
+		seen: newSeenWait(), released: newReleasedNodes(), spread: newSpreadPods(), displaced: newDisplacedPods(),
 	}
 }
 
@@ -92,6 +94,7 @@ func (c *Controller) Plan(claim string, pods []*corev1.Pod) {
 
 // planPod records that pod should land on claim.
 func (c *Controller) planPod(claim string, pod *corev1.Pod) {
+	c.displaced.forget(pod.UID)
 	c.spread.note(pod)
 	c.store.Nominate(claim, pod.UID)
 }
@@ -139,13 +142,14 @@ func (c *Controller) NominationOf(pod *corev1.Pod, _ string, _ map[string]bool) 
 
 // Own reports whether Joist remembers writing the pod's nomination (snapshot.Options.OwnNomination).
 func (c *Controller) Own(pod *corev1.Pod) bool {
-	return c.store.Known(pod.UID)
+	return c.store.Known(pod.UID) || c.displaced.has(pod.UID)
 }
 
 // Sweep brings the store up to date with the cluster before a snapshot is built from it, so the
 // snapshot's callbacks only read: rejections past their grace expire; claims initialized longer
 // than the nomination TTL drop their nominations (unless a reservation holds room there);
-// reservations whose drained claims are gone end; a pending pod that still carries a nomination
+// reservations whose drained claims are gone end; pods whose planned room another pod took lose
+// their nomination (dropDisplaced), so this batch plans them; a pending pod that still carries a nomination
 // Joist wrote before a restart, to a live claim, counts there again; and a pending pod re-created by a
 // workload a disruption command reserved room for takes its slot.
 func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
@@ -163,12 +167,20 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 		}
 	}
 	c.store.Sweep(now, c.opts.RejectionGrace, staleClaims)
+	pending := map[types.UID]bool{}
+	for _, pod := range pods {
+		if pod.Spec.NodeName == "" && pod.DeletionTimestamp.IsZero() {
+			pending[pod.UID] = true
+		}
+	}
+	c.displaced.keepOnly(func(uid types.UID) bool { return pending[uid] })
+	c.dropDisplaced(claims, pods)
 	c.spread.keepOnly(c.store.Known)
 	for _, ended := range c.store.EndReservations(now, c.opts.NominationTTL, func(claim string) bool { return byName[claim] != nil }) {
 		reservationEnded(ended)
 	}
 	for _, pod := range pods {
-		if pod.Spec.NodeName != "" || !snapshot.Provisionable(pod) || c.store.Known(pod.UID) {
+		if pod.Spec.NodeName != "" || !snapshot.Provisionable(pod) || c.store.Known(pod.UID) || c.displaced.has(pod.UID) {
 			continue
 		}
 		if owner := ownerOf(pod); owner != "" {
