@@ -14,6 +14,7 @@ import (
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/claimtemplate"
 	"github.com/joist-dev/joist/controllers/metrics"
+	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/requirements"
 	"github.com/joist-dev/joist/solver"
 )
@@ -61,6 +62,8 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		}
 	}
 	plans, blocked := s.Admit(result.NewNodeClaims)
+	// Before the claims exist, so that no release can write the nominations of pods that need none.
+	p.nominations.Unsteered(nomination.Interchangeable(plans, s.Pending))
 	var catalogs [][]*catalog.InstanceType
 	for _, pi := range s.Input.NodePools {
 		catalogs = append(catalogs, pi.InstanceTypes)
