@@ -23,9 +23,9 @@ import (
 //
 //   - a command takes only marked nodes (unless no such slice saves anything on its own; then any,
 //     as before);
-//   - marked nodes carry PlannedRemovalTaint (PreferNoSchedule): the command's own plan avoids them
-//     as destinations (the solver honours PreferNoSchedule), and so does the kube-scheduler, which
-//     places the evicted pods' re-creations before Joist can nominate them.
+//   - marked nodes carry PlannedRemovalTaint (NoSchedule): the command's own plan keeps off them as
+//     destinations, and so does the kube-scheduler, which places the evicted pods' re-creations
+//     before Joist can nominate them (steer.go says when the marks are left off or lifted).
 //
 // Only deletes are marked, because a plan that replaces nodes keeps none of the existing ones to
 // move pods onto: the unbudgeted plan of the scale-down bench replaces all 8 nodes by 5 new ones;

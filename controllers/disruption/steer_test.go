@@ -10,17 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/catalog"
-	"github.com/joist-dev/joist/cloudprovider"
-	"github.com/joist-dev/joist/cloudprovider/kwok"
-	"github.com/joist-dev/joist/controllers/nomination"
-	"github.com/joist-dev/joist/controllers/provisioning"
-	"github.com/joist-dev/joist/controllers/state"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/test/env"
 )
@@ -79,21 +72,8 @@ func steerFixture(t *testing.T, kube client.Client) (*Controller, *clocktesting.
 	resimPod(t, kube, "node-c-app", "node-c", "1500m")
 	protectNode(t, kube, "node-b")
 	protectNode(t, kube, "node-c")
-	target := &v1.NodeClaim{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "node-a"}, target); err != nil {
-		t.Fatal(err)
-	}
-	stored := target.DeepCopy()
-	target.Finalizers = []string{"test.joist.dev/draining"}
-	if err := kube.Patch(ctx, target, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
-	pclk := clocktesting.NewFakeClock(time.Now())
-	noms := nomination.New(kube, nil, state.NewNominations(), func() {}, pclk, nomination.DefaultOptions())
-	cloud := kwok.New(kube, cloudprovider.NewUnavailableOfferings(pclk, 0), kwok.Options{InstanceTypes: catalog.Default()})
-	prov := provisioning.New(kube, nil, cloud, noms, events.NewFakeRecorder(1000), pclk, provisioning.DefaultOptions())
-	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
-	c := New(kube, kube, noDrift{}, prov, noms, events.NewFakeRecorder(100), clk, DefaultOptions())
+	target := draining(t, kube, "node-a")
+	c, _, _, clk := reservingLoop(kube)
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
