@@ -32,6 +32,8 @@ type cluster struct {
 	nsLabels   map[string]map[string]string
 	// pending counts pods waiting for capacity; claimsInFlight, claims not initialized yet.
 	pending, claimsInFlight int
+	// pendingPods are the pods pending counts.
+	pendingPods []*corev1.Pod
 	// readVersions and refreshVersions hash every object's resource version as read (fingerprint).
 	readVersions, refreshVersions []byte
 }
@@ -75,6 +77,7 @@ func (c *Controller) readCluster(ctx context.Context) (*cluster, error) {
 		if p.Spec.NodeName == "" {
 			if p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodPending {
 				cl.pending++
+				cl.pendingPods = append(cl.pendingPods, p)
 			}
 			continue
 		}

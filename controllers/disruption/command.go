@@ -170,7 +170,8 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 	if len(cmd.reserved) > 0 {
 		c.record(ctx, cmd)
 	}
-	var errs []error
+	// Before the first eviction: the re-created pods bind only where the plan put them (steer.go).
+	errs := []error{c.markPlannedRemovals(ctx, cl, c.withSteering(cl, c.lastMarks, c.heldNodes(cl), c.liftMarks(cl, now)))}
 	for _, t := range cmd.targets {
 		nc := claimNamed(cl, t.claim)
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupt", "Disrupting NodeClaim: %s", cmd.message)

@@ -99,6 +99,10 @@ type Controller struct {
 	// ownReserved are the reservations of this process's executing commands, by command id
 	// (destinations.go).
 	ownReserved map[string]*ownReservation
+	// lastMarks are the look-ahead's removals the last pass marked (markable): the look-ahead and
+	// the re-simulation plan with these marks, not with the wider ones steering writes while a
+	// command drains (steer.go).
+	lastMarks map[string]bool
 	// waitRetry: a pass waits for a drain to replace first (decide); the next pass comes drainPoll later.
 	waitRetry time.Time
 	// informers, when set (Register), feed nudges: deletions that may open a consolidation or free

@@ -39,7 +39,12 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 
 	// Provisioning is under way (pods pending and claims launching): wait, or the plan would count
 	// on room the new pods are about to take.
+	lift := c.liftMarks(cl, now)
 	if cl.pending > 0 && cl.claimsInFlight > 0 {
+		if lift {
+			c.lastMarks = nil
+			return c.markPlannedRemovals(ctx, cl, nil) // their room must stay open (liftMarks)
+		}
 		return nil
 	}
 	// Nothing the last idle pass read has changed: it would plan the same nothing again.
@@ -60,6 +65,9 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(nil), in),
 		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
 	minSavings := c.opts.MinSavingsFraction
+	// Planned with the look-ahead's own marks of the last pass, not the wider ones a drain steers
+	// with (steer.go).
+	in.Nodes = markRemovalsInSnapshot(in.Nodes, c.lastMarks)
 	cin := solver.ConsolidationInput{Input: in, Budgets: budgets, MinSavingsFraction: &minSavings, SpotToSpot: c.opts.SpotToSpotConsolidation}
 	cin.Pods = nil
 	inSnapshot := map[string]bool{}
@@ -123,8 +131,11 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 			delete(removals, n)
 		}
 	}
-	markErr := c.markPlannedRemovals(ctx, cl, removals)
-	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, removals)
+	marked := markable(removals, held, lift)
+	c.lastMarks = marked
+	markErr := c.markPlannedRemovals(ctx, cl, c.withSteering(cl, marked, held, lift))
+	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, marked)
+	in.Nodes = cin.Nodes
 	tries := sliceCandidates(preferred, deferred, removals)
 	cin.Candidates = nil
 	if len(tries) > 0 {

@@ -23,9 +23,9 @@ import (
 //
 //   - a command takes only marked nodes (unless no such slice saves anything on its own; then any,
 //     as before);
-//   - marked nodes carry PlannedRemovalTaint (PreferNoSchedule): the command's own plan avoids them
-//     as destinations (the solver honours PreferNoSchedule), and so does the kube-scheduler, which
-//     places the evicted pods' re-creations before Joist can nominate them.
+//   - marked nodes carry PlannedRemovalTaint (NoSchedule): the command's own plan keeps off them as
+//     destinations, and so does the kube-scheduler, which places the evicted pods' re-creations
+//     before Joist can nominate them (steer.go says when the marks are left off or lifted).
 //
 // Only deletes are marked, because a plan that replaces nodes keeps none of the existing ones to
 // move pods onto: the unbudgeted plan of the scale-down bench replaces all 8 nodes by 5 new ones;
@@ -225,27 +225,36 @@ func onlyRemovals(cands []solver.Candidate, removals map[string]bool) []solver.C
 	return out
 }
 
-// markRemovalsInSnapshot gives the snapshot's nodes the look-ahead removes PlannedRemovalTaint, as
-// the cluster will have them once markPlannedRemovals wrote it: the slice planned from it avoids
-// them as destinations from the first pass on.
+// markRemovalsInSnapshot gives the snapshot's nodes the look-ahead removes PlannedRemovalTaint, and
+// takes it off the others, as the cluster will have them once markPlannedRemovals wrote it: the
+// slice planned from it keeps off them as destinations from the first pass on, and uses a node the
+// look-ahead no longer removes.
 func markRemovalsInSnapshot(nodes []solver.ExistingNode, removals map[string]bool) []solver.ExistingNode {
 	out := slices.Clone(nodes)
+	isMark := func(t corev1.Taint) bool { return t.Key == disruptionpolicy.PlannedRemovalTaintKey }
 	for i := range out {
-		if !removals[out[i].Name] || slices.ContainsFunc(out[i].Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptionpolicy.PlannedRemovalTaint) }) {
-			continue
+		has := slices.ContainsFunc(out[i].Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruptionpolicy.PlannedRemovalTaint) })
+		switch {
+		case removals[out[i].Name] && !has:
+			out[i].Taints = append(slices.DeleteFunc(slices.Clone(out[i].Taints), isMark), disruptionpolicy.PlannedRemovalTaint)
+		case !removals[out[i].Name] && slices.ContainsFunc(out[i].Taints, isMark):
+			out[i].Taints = slices.DeleteFunc(slices.Clone(out[i].Taints), isMark)
 		}
-		out[i].Taints = append(slices.Clone(out[i].Taints), disruptionpolicy.PlannedRemovalTaint)
 	}
 	return out
 }
 
 // markPlannedRemovals puts PlannedRemovalTaint on the nodes the look-ahead removes and takes it off
-// every other node.
+// every other node, and takes the soft mark of earlier releases (LegacyPlannedRemovalTaint) off
+// every node. removals are the markable ones.
 func (c *Controller) markPlannedRemovals(ctx context.Context, cl *cluster, removals map[string]bool) error {
 	var errs []error
 	for name, node := range cl.nodes {
 		if !node.DeletionTimestamp.IsZero() || disruptionpolicy.HasDisruptedTaint(node) {
 			continue // being disrupted: its own taint keeps pods off
+		}
+		if disruptionpolicy.HasTaint(node, disruptionpolicy.LegacyPlannedRemovalTaint) {
+			errs = append(errs, c.setNodeTaint(ctx, name, disruptionpolicy.LegacyPlannedRemovalTaint, false))
 		}
 		want := removals[name]
 		if disruptionpolicy.HasTaint(node, disruptionpolicy.PlannedRemovalTaint) != want {

@@ -5,13 +5,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
-	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -63,11 +60,7 @@ func checkSliceOfWholePlan(t *testing.T, np *v1.NodePool, wantMarked, replacemen
 	taken := cmd.targets[0].node
 	marked := map[string]bool{}
 	for _, n := range []string{"node-a", "node-b", "node-c"} {
-		node := &corev1.Node{}
-		if err := kube.Get(ctx, client.ObjectKey{Name: n}, node); err != nil {
-			t.Fatal(err)
-		}
-		if n != taken && disruptionpolicy.HasTaint(node, disruptionpolicy.PlannedRemovalTaint) {
+		if n != taken && hardMarked(t, kube, n) {
 			marked[n] = true
 		}
 	}

@@ -64,24 +64,8 @@ func TestEvictedPodLandsWhereThePlanPutIt(t *testing.T) {
 	// node-b is the destination: protected, so the plan is "delete node-a, its pod onto node-b".
 	protectNode(t, kube, "node-b")
 	// node-a's claim keeps a finalizer, as termination's would while it drains.
-	target := &v1.NodeClaim{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: "node-a"}, target); err != nil {
-		t.Fatal(err)
-	}
-	stored2 := target.DeepCopy()
-	target.Finalizers = []string{"test.joist.dev/draining"}
-	if err := kube.Patch(ctx, target, client.MergeFrom(stored2)); err != nil {
-		t.Fatal(err)
-	}
-
-	// The provisioner and the nomination controller run on real time (node-b initialized just now);
-	// the disruption loop's clock starts a minute ahead so consolidateAfter has passed.
-	pclk := clocktesting.NewFakeClock(time.Now())
-	noms := nomination.New(kube, nil, state.NewNominations(), func() {}, pclk, nomination.DefaultOptions())
-	cloud := kwok.New(kube, cloudprovider.NewUnavailableOfferings(pclk, 0), kwok.Options{InstanceTypes: catalog.Default()})
-	prov := provisioning.New(kube, nil, cloud, noms, events.NewFakeRecorder(1000), pclk, provisioning.DefaultOptions())
-	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
-	c := New(kube, kube, noDrift{}, prov, noms, events.NewFakeRecorder(100), clk, DefaultOptions())
+	target := draining(t, kube, "node-a")
+	c, prov, noms, clk := reservingLoop(kube)
 	if err := c.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +119,34 @@ func TestEvictedPodLandsWhereThePlanPutIt(t *testing.T) {
 	if n := countClaims(t, kube); n != claimsBefore {
 		t.Errorf("%d nodeclaims launched for the re-created pod, want 0: the plan already has its room", n-claimsBefore)
 	}
+}
+
+// draining gives the claim a finalizer, as termination's would while it drains, and returns it.
+func draining(t *testing.T, kube client.Client, name string) *v1.NodeClaim {
+	t.Helper()
+	ctx := context.Background()
+	target := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: name}, target); err != nil {
+		t.Fatal(err)
+	}
+	stored := target.DeepCopy()
+	target.Finalizers = []string{"test.joist.dev/draining"}
+	if err := kube.Patch(ctx, target, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	return target
+}
+
+// reservingLoop is a disruption loop with a real provisioner and nomination controller (reserving
+// the room of executing commands). Those run on real time (the nodes initialized just now); the
+// loop's clock starts a minute ahead so consolidateAfter has passed.
+func reservingLoop(kube client.Client) (*Controller, *provisioning.Provisioner, *nomination.Controller, *clocktesting.FakeClock) {
+	pclk := clocktesting.NewFakeClock(time.Now())
+	noms := nomination.New(kube, nil, state.NewNominations(), func() {}, pclk, nomination.DefaultOptions())
+	cloud := kwok.New(kube, cloudprovider.NewUnavailableOfferings(pclk, 0), kwok.Options{InstanceTypes: catalog.Default()})
+	prov := provisioning.New(kube, nil, cloud, noms, events.NewFakeRecorder(1000), pclk, provisioning.DefaultOptions())
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	return New(kube, kube, noDrift{}, prov, noms, events.NewFakeRecorder(100), clk, DefaultOptions()), prov, noms, clk
 }
 
 func countClaims(t *testing.T, kube client.Client) int {

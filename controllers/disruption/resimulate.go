@@ -24,6 +24,9 @@ func (c *Controller) stillFits(ctx context.Context, cl *cluster, cmd *command) (
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("re-simulating %s command: %w", cmd.reason, err)
 	}
+	// The pods move after it executes, when the marks are the look-ahead's and the steering of this
+	// command's own drain, which leaves its destinations open (steer.go).
+	in.Nodes = markRemovalsInSnapshot(in.Nodes, c.lastMarks)
 	in = disruptionpolicy.Prepare(in, disruptionpolicy.Cluster{Displaced: displacedPods(cl, in.Pods, c.inFlightNodes(cmd), in),
 		Guardrails: cl.guardrails, NamespaceLabels: cl.nsLabels})
 	targets := map[string]bool{}

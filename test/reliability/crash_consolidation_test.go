@@ -176,6 +176,9 @@ func consolidationCrashTrial(t *testing.T, pods int, moment killMoment, extra, q
 		t.Logf("TARGET MISSED: %d pod(s) the kube-scheduler found no room for during consolidation (Pending for lack of a planned node): %v",
 			len(watched.unschedulable), watched.unschedulable)
 	}
+	if ratio > farAbovePlan {
+		s.keepFarAbovePlan(t, ratio)
+	}
 	figures := scraper.figures()
 	total := first
 	total.add(second)
@@ -302,6 +305,41 @@ func notConsolidated(v consolidationView, inv inventory, want int, planCost floa
 
 // keepLogs copies the trial's process logs to dir ($RELIABILITY_KEEP_LOGS), for reading a trial
 // that passed.
+// farAbovePlan is the ÷ plan above which a trial keeps its manager logs and prints the tail of the
+// disruption loop's log (session 15: one trial ended at 1.231 × the plan, with no log left to say why).
+const farAbovePlan = 1.10
+
+// keepFarAbovePlan keeps the trial's manager logs (under RELIABILITY_KEEP_LOGS, else the temp dir)
+// and logs the last disruption and provisioner lines of the last manager process.
+func (s *stack) keepFarAbovePlan(t *testing.T, ratio float64) {
+	t.Helper()
+	dir := os.Getenv("RELIABILITY_KEEP_LOGS")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "far-above-plan-"+strings.ReplaceAll(t.Name(), "/", "_")+"-"+time.Now().UTC().Format("150405"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Log(err)
+		return
+	}
+	if out, err := exec.Command("sh", "-c", "cp "+filepath.Join(s.env.LogDir, "*.log")+" "+dir).CombinedOutput(); err != nil {
+		t.Logf("keeping logs: %v: %s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(s.env.LogDir, fmt.Sprintf("joist-%d.log", s.starts)))
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	var tail []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.Contains(line, `"logger":"disruption"`) || strings.Contains(line, `"logger":"provisioner"`) {
+			tail = append(tail, line)
+		}
+	}
+	tail = tail[max(0, len(tail)-40):]
+	t.Logf("ended at %.3f × the plan (> %.2f): manager logs kept in %s; last %d disruption/provisioner lines:\n%s", ratio, farAbovePlan, dir, len(tail), strings.Join(tail, "\n"))
+}
+
 func (s *stack) keepLogs(t *testing.T, dir string) {
 	s.kill()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
