@@ -240,4 +240,51 @@ func TestNodeClaimsByBatchReadTheIndex(t *testing.T) {
 	if got := batch("batch-9"); len(got) != 0 {
 		t.Errorf("a batch with no claims read %v", got)
 	}
+	// CachedClaimsOfBatch reads the same claims from the store's own index: the cache's objects (no
+	// typed copy of the batch per read), and the field index's without informers.
+	cachedBatch := func(informers cache.Informers, name string) ([]string, []*v1.NodeClaim) {
+		t.Helper()
+		claims, err := indexes.CachedClaimsOfBatch(ctx, informers, cached, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, nc := range claims {
+			names = append(names, nc.Name)
+		}
+		slices.Sort(names)
+		return names, claims
+	}
+	for _, name := range []string{"batch-0", "batch-1", "batch-2", "batch-9"} {
+		fromStore, claims := cachedBatch(informers, name)
+		listed, _ := cachedBatch(nil, name)
+		if fmt.Sprint(fromStore) != fmt.Sprint(batch(name)) || fmt.Sprint(listed) != fmt.Sprint(fromStore) {
+			t.Errorf("%s: store index read %v, without informers %v; want %v", name, fromStore, listed, batch(name))
+		}
+		for _, nc := range claims {
+			stored, _ := informerObject(t, ctx, informers, nc.Name)
+			if nc != stored {
+				t.Errorf("%s: claim %s is not the store's own object", name, nc.Name)
+			}
+		}
+	}
+	var n []int
+	if allocs := testing.AllocsPerRun(100, func() {
+		claims, _ := indexes.CachedClaimsOfBatch(ctx, informers, cached, "batch-1")
+		n = append(n[:0], len(claims))
+	}); allocs > 2 { // the result and ByIndex's list
+		t.Errorf("reading a batch of 3 allocated %.1f times", allocs)
+	}
+}
+
+// informerObject is the claim informer's own object of that name.
+func informerObject(t *testing.T, ctx context.Context, informers cache.Informers, name string) (*v1.NodeClaim, bool) {
+	t.Helper()
+	inf, err := informers.GetInformer(ctx, &v1.NodeClaim{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok, _ := inf.(toolscache.SharedIndexInformer).GetIndexer().GetByKey(name)
+	nc, _ := o.(*v1.NodeClaim)
+	return nc, ok
 }
