@@ -37,9 +37,9 @@ const (
 )
 
 // Register adds every index to the indexer (the manager's field indexer). When the indexer is the
-// manager's cache, nodes by provider ID are also indexed in the node informer's store
-// (CachedNodeForClaim) and pods by UID are kept in a map from the pod informer's events
-// (CachedPodByUID); pods by UID only there.
+// manager's cache, nodes by provider ID and claims by batch are also indexed in their informers'
+// stores (CachedNodeForClaim, CachedClaimsOfBatch), and pods by UID are kept in a map from the pod
+// informer's events (CachedPodByUID); pods by UID only there.
 func Register(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, PodNodeName, func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}
@@ -117,6 +117,10 @@ func NodeForClaim(ctx context.Context, reader client.Reader, nc *v1.NodeClaim, o
 // indexes held at 50,000 pods.
 const nodeProviderIDStore = "joist.dev/node-provider-id"
 
+// nodeClaimBatchStore indexes the claim informer's store by provisioning batch (NodeClaimBatch read
+// without the list copy: CachedClaimsOfBatch).
+const nodeClaimBatchStore = "joist.dev/nodeclaim-batch"
+
 // podUIDs maps each cached pod's UID to the pod informer's latest object, kept by an event handler
 // of that informer: one map entry per pod (~50 bytes) where a store index held a set per pod.
 type podUIDs struct {
@@ -156,13 +160,14 @@ var uidMaps sync.Map
 // nodeType and podType name the node and pod informers on every store lookup. They are never
 // written: a new object per lookup (~900 B) was a quarter of all allocation at 5,000 pods.
 var (
-	nodeType client.Object = &corev1.Node{}
-	podType  client.Object = &corev1.Pod{}
+	nodeType  client.Object = &corev1.Node{}
+	podType   client.Object = &corev1.Pod{}
+	claimType client.Object = &v1.NodeClaim{}
 )
 
 // registerStore adds the indexes read from the informers' stores.
 func registerStore(ctx context.Context, informers ctrlcache.Informers) error {
-	if err := addStoreIndex(ctx, informers, &corev1.Node{}, nodeProviderIDStore, func(obj any) []string {
+	if err := addStoreIndex(ctx, informers, nodeType, nodeProviderIDStore, func(obj any) []string {
 		if n, ok := obj.(*corev1.Node); ok && n.Spec.ProviderID != "" {
 			return []string{n.Spec.ProviderID}
 		}
@@ -170,7 +175,17 @@ func registerStore(ctx context.Context, informers ctrlcache.Informers) error {
 	}); err != nil {
 		return err
 	}
-	sii, err := store(ctx, informers, &corev1.Pod{})
+	if err := addStoreIndex(ctx, informers, claimType, nodeClaimBatchStore, func(obj any) []string {
+		if nc, ok := obj.(*v1.NodeClaim); ok {
+			if batch := nc.Labels[v1.ProvisioningBatchLabelKey]; batch != "" {
+				return []string{batch}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	sii, err := store(ctx, informers, podType)
 	if err != nil || sii == nil {
 		return err
 	}
@@ -217,17 +232,71 @@ func byStoreIndex[PT client.Object](ctx context.Context, informers ctrlcache.Inf
 	return none, true, nil
 }
 
-// CachedNodeForClaim is NodeForClaim returning the cache's own Node, read only. Without the store
-// index (informers nil, or not indexed by Register) it lists from kube without deep copies.
+// CachedNodeForClaim is NodeForClaim returning the cache's own Node, read only. A registered
+// claim's node is read by its name (status.nodeName: one store read) when that node carries the
+// claim's provider ID, else through the provider-ID store index. Without the store index (informers
+// nil, or not indexed by Register) it lists from kube without deep copies.
+//
+// The release reads the node of every claim of its batch on each event: the index read (its set,
+// the returned list, the informer looked up by type each time) was 5.6 % of the manager's CPU at
+// 5,000 pods.
 func CachedNodeForClaim(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, nc *v1.NodeClaim) (*corev1.Node, error) {
 	if nc.Status.ProviderID == "" {
 		return nil, nil
+	}
+	if nc.Status.NodeName != "" {
+		sii, err := store(ctx, informers, nodeType)
+		if err != nil {
+			return nil, err
+		}
+		if sii != nil {
+			if o, ok, _ := sii.GetIndexer().GetByKey(nc.Status.NodeName); ok {
+				if n, ok := o.(*corev1.Node); ok && n.Spec.ProviderID == nc.Status.ProviderID {
+					return n, nil
+				}
+			}
+		}
 	}
 	node, indexed, err := byStoreIndex[*corev1.Node](ctx, informers, nodeType, nodeProviderIDStore, nc.Status.ProviderID)
 	if indexed || err != nil {
 		return node, err
 	}
 	return NodeForClaim(ctx, kube, nc, client.UnsafeDisableDeepCopy)
+}
+
+// CachedClaimsOfBatch returns the NodeClaims of a provisioning batch (NodeClaimBatch): the cache's
+// own objects, read only, in no order. Without the store index (informers nil, or not indexed by
+// Register) it lists from kube by the field index without deep copies.
+//
+// The release reads its batch's claims on each node and claim event: a List's typed copy of every
+// claim of the batch (meta.SetList) was 18 % of all the manager's allocation at 5,000 pods.
+func CachedClaimsOfBatch(ctx context.Context, informers ctrlcache.Informers, kube client.Reader, batch string) ([]*v1.NodeClaim, error) {
+	sii, err := store(ctx, informers, claimType)
+	if err != nil {
+		return nil, err
+	}
+	if sii != nil && sii.GetIndexer().GetIndexers()[nodeClaimBatchStore] != nil {
+		objs, err := sii.GetIndexer().ByIndex(nodeClaimBatchStore, batch)
+		if err != nil {
+			return nil, fmt.Errorf("reading store index %s: %w", nodeClaimBatchStore, err)
+		}
+		out := make([]*v1.NodeClaim, 0, len(objs))
+		for _, o := range objs {
+			if nc, ok := o.(*v1.NodeClaim); ok {
+				out = append(out, nc)
+			}
+		}
+		return out, nil
+	}
+	list := &v1.NodeClaimList{}
+	if err := kube.List(ctx, list, client.MatchingFields{NodeClaimBatch: batch}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing nodeclaims of batch %s: %w", batch, err)
+	}
+	out := make([]*v1.NodeClaim, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
 }
 
 // CachedPodByUID returns the pod with the UID, or nil: the cache's own object (as the informer's
@@ -253,15 +322,36 @@ func CachedPodByUID(ctx context.Context, informers ctrlcache.Informers, kube cli
 	return &pods.Items[0], nil
 }
 
-// store is obj's informer as a client-go store, or nil when there is none.
+// store is obj's informer as a client-go store, or nil when there is none. It is looked up once
+// per cache and object type and then read from stores: GetInformer finds the type's kind through
+// the scheme on every call.
 func store(ctx context.Context, informers ctrlcache.Informers, obj client.Object) (toolscache.SharedIndexInformer, error) {
 	if informers == nil {
 		return nil, nil
+	}
+	key := storeKey{informers: informers, obj: obj}
+	if sii, ok := stores.Load(key); ok {
+		return sii.(toolscache.SharedIndexInformer), nil
 	}
 	inf, err := informers.GetInformer(ctx, obj)
 	if err != nil {
 		return nil, fmt.Errorf("getting the %T informer: %w", obj, err)
 	}
 	sii, _ := inf.(toolscache.SharedIndexInformer)
+	if sii != nil {
+		stores.Store(key, sii)
+	}
 	return sii, nil
 }
+
+// storeKey names one informer: the cache and the (package-level, never written) object its type
+// is read from.
+type storeKey struct {
+	informers ctrlcache.Informers
+	obj       client.Object
+}
+
+// stores holds each informer store found (storeKey to toolscache.SharedIndexInformer). A cache
+// keeps its informers for its lifetime, so an entry never goes stale; a stopped test cache's
+// entries are a few pointers.
+var stores sync.Map

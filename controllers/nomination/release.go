@@ -192,7 +192,7 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 
 // releaseNodes lifts the unregistered taint of the nodes (by claim) whose nominations are out, and
 // writes once more the nominations the scheduler cleared meanwhile.
-func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, claims []v1.NodeClaim, left, written int) (reconcile.Result, error) {
+func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[string]*corev1.Node, claims []*v1.NodeClaim, left, written int) (reconcile.Result, error) {
 	c.seen.released(key, nodes, c.clock.Now())
 	log.FromContext(ctx).Info("releasing nodes to the scheduler", "nodes", len(nodes), "notYet", left, "nominationsWritten", written)
 	// Each node's lift stands alone: one that lost a race (its taints changed since the cache's
@@ -204,8 +204,8 @@ func (c *Controller) releaseNodes(ctx context.Context, key string, nodes map[str
 		errs []error
 	)
 	byName := make(map[string]*v1.NodeClaim, len(claims))
-	for i := range claims {
-		byName[claims[i].Name] = &claims[i]
+	for _, nc := range claims {
+		byName[nc.Name] = nc
 	}
 	for claim, n := range nodes {
 		g.Go(func() error {
@@ -274,35 +274,35 @@ func (c *Controller) nominationsShown(ctx context.Context, nodes map[string]*cor
 // one of them counts pods on other nodes (topology spread, pod affinity or anti-affinity), so a node
 // released alone would let the first of them bind where the rest of the plan cannot follow (a spread
 // of one zone, say, then skewed).
-func (c *Controller) releasedTogether(claims []v1.NodeClaim) bool {
-	return slices.ContainsFunc(claims, func(nc v1.NodeClaim) bool { return c.spread.anyOf(c.store.PodsOf(nc.Name)) })
+func (c *Controller) releasedTogether(claims []*v1.NodeClaim) bool {
+	return slices.ContainsFunc(claims, func(nc *v1.NodeClaim) bool { return c.spread.anyOf(c.store.PodsOf(nc.Name)) })
 }
 
-// batchClaims returns the live claims the request releases.
-func (c *Controller) batchClaims(ctx context.Context, req reconcile.Request) ([]v1.NodeClaim, error) {
-	list := &v1.NodeClaimList{}
+// batchClaims returns the live claims the request releases: the cache's own objects, read only.
+func (c *Controller) batchClaims(ctx context.Context, req reconcile.Request) ([]*v1.NodeClaim, error) {
+	var claims []*v1.NodeClaim
 	if req.Namespace == batchKey {
-		if err := c.kube.List(ctx, list, client.MatchingFields{indexes.NodeClaimBatch: req.Name}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing nodeclaims of batch %s: %w", req.Name, err)
+		var err error
+		if claims, err = indexes.CachedClaimsOfBatch(ctx, c.cache, c.kube, req.Name); err != nil {
+			return nil, err
 		}
 	} else {
 		nc := &v1.NodeClaim{}
 		if err := c.kube.Get(ctx, client.ObjectKey{Name: req.Name}, nc, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, client.IgnoreNotFound(err)
 		}
-		list.Items = []v1.NodeClaim{*nc}
+		claims = []*v1.NodeClaim{nc}
 	}
-	return slices.DeleteFunc(list.Items, func(nc v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }), nil
+	return slices.DeleteFunc(claims, func(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }), nil
 }
 
 // releasable returns the batch's registered nodes that are ready for pods but for the unregistered
 // taint (by claim name), how many of its claims have no such node yet (and are not released), and
 // when the oldest claim was created.
-func (c *Controller) releasable(ctx context.Context, claims []v1.NodeClaim) (map[string]*corev1.Node, int, time.Time, error) {
+func (c *Controller) releasable(ctx context.Context, claims []*v1.NodeClaim) (map[string]*corev1.Node, int, time.Time, error) {
 	ready, waiting := map[string]*corev1.Node{}, 0
 	var oldest time.Time
-	for i := range claims {
-		nc := &claims[i]
+	for _, nc := range claims {
 		if oldest.IsZero() || nc.CreationTimestamp.Time.Before(oldest) {
 			oldest = nc.CreationTimestamp.Time
 		}
