@@ -239,7 +239,8 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 				continue
 			}
 			if ca+cb < bestCost {
-				bestCost, bestA, bestUsedA, bestUsedB = ca+cb, sp.inA, sp.usedA, sp.usedB
+				k := sp.keep()
+				bestCost, bestA, bestUsedA, bestUsedB = ca+cb, k.inA, k.usedA, k.usedB
 			}
 		}
 	}
@@ -316,8 +317,10 @@ type split struct {
 // splits are the ways of dividing n's pods so that the first part fits alloc: largest share first
 // (order), and balanced across classes when there are several (byClass); each leaves both parts
 // non-empty.
+// The splits and their vectors live in s.splitBuf and hold until the next call; a caller that
+// keeps one clones it (split.keep).
 func (s *solver) splits(n *node, order []int, byClass [][]int, alloc resVec) []split {
-	var out []split
+	out := s.splitBuf.out[:0]
 	add := func(inA []bool, usedA, usedB resVec, countA int) {
 		if countA > 0 && countA < len(n.pods) {
 			out = append(out, split{inA: inA, usedA: usedA, usedB: usedB})
@@ -351,9 +354,11 @@ func byClassIn(n *node, order []int) [][]int {
 // fillShare fills part A of a split up to alloc with n's pods in the given order (first fit),
 // keeping host ports apart; the rest is part B.
 func (s *solver) fillShare(n *node, order []int, alloc resVec) ([]bool, resVec, resVec, int) {
-	inA := make([]bool, len(n.pods))
-	usedA, usedB := s.d.zero(), s.d.zero()
-	var portsA []hostPort
+	sb := &s.splitBuf
+	inA := sb.bools(0, len(n.pods))
+	usedA, usedB := s.scratchVec(0), s.scratchVec(1)
+	portsA := sb.ports[:0]
+	defer func() { sb.ports = portsA[:0] }()
 	countA := 0
 	for _, i := range order {
 		c := n.cls[i]
@@ -373,11 +378,12 @@ func (s *solver) fillShare(n *node, order []int, alloc resVec) ([]bool, resVec, 
 // request best fits the room left (fitScore), so A ends up full in every resource rather than
 // in one; the rest is part B. byClass lists n's pod indices per class.
 func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, resVec, resVec, int) {
-	inA := make([]bool, len(n.pods))
-	usedA := s.d.zero()
-	taken := make([]int, len(byClass))
+	sb := &s.splitBuf
+	inA := sb.bools(1, len(n.pods))
+	usedA := s.scratchVec(2)
+	taken := sb.ints(len(byClass))
 	countA := 0
-	rem := s.d.zero()
+	rem := s.scratchVec(4)
 	for {
 		copy(rem, alloc)
 		rem.sub(usedA)
@@ -403,7 +409,8 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 		usedA.add(n.cls[i].req)
 		countA++
 	}
-	usedB := n.used.clone()
+	usedB := s.scratchVec(3)
+	copy(usedB, n.used)
 	usedB.sub(usedA)
 	return inA, usedA, usedB, countA
 }

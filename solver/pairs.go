@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -151,8 +152,10 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 		}
 	}
 	cur := s.nodePrice(a) + s.nodePrice(b)
-	both := &node{pool: p, pods: append(append([]*corev1.Pod(nil), a.pods...), b.pods...),
-		cls: append(append([]*class(nil), a.cls...), b.cls...)}
+	// both is scratch (pairBuf): applyPair copies its pods out, nothing keeps it.
+	both := &s.pairBuf.both
+	*both = node{pool: p, pods: append(append(both.pods[:0], a.pods...), b.pods...),
+		cls: append(append(both.cls[:0], a.cls...), b.cls...)}
 	compat := p.all
 	zm, cm := p.zoneMask, p.ctMask
 	reqs := p.reqs
@@ -213,8 +216,11 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 			ref[r] = max(ref[r], v)
 		}
 	}
-	order := make([]int, len(both.pods))
-	share := make([]float64, len(both.pods))
+	pb := &s.pairBuf
+	order := slices.Grow(pb.order[:0], len(both.pods))[:len(both.pods)]
+	share := slices.Grow(pb.share[:0], len(both.pods))[:len(both.pods)]
+	pb.order, pb.share = order, share
+	clear(share)
 	for i := range both.pods {
 		order[i] = i
 		for r, v := range both.cls[i].req {
@@ -235,7 +241,7 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 				continue
 			}
 			if cb := costOf(sp.usedB); cb >= 0 && ca+cb < best {
-				best, bestA = ca+cb, sp.inA
+				best, bestA = ca+cb, slices.Clone(sp.inA)
 			}
 		}
 	}
@@ -258,7 +264,23 @@ func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) 
 	if zone >= 0 {
 		a.zone, b.zone = zone, zone
 	}
+	nA := len(both.pods)
+	if inA != nil {
+		nA = 0
+		for _, in := range inA {
+			if in {
+				nA++
+			}
+		}
+	}
+	nB := len(both.pods) - nA
 	a.pods, a.cls, b.pods, b.cls = nil, nil, nil, nil
+	if nA > 0 {
+		a.pods, a.cls = make([]*corev1.Pod, 0, nA), make([]*class, 0, nA)
+	}
+	if nB > 0 {
+		b.pods, b.cls = make([]*corev1.Pod, 0, nB), make([]*class, 0, nB)
+	}
 	a.used, b.used = s.d.zero(), s.d.zero()
 	for i, pd := range both.pods {
 		c := both.cls[i]

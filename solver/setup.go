@@ -46,6 +46,10 @@ type solver struct {
 	// droppedZones and droppedCTs are the zones and capacity types beyond the 64 of each that the
 	// solver's bitmasks hold: offerings there are not used, and Result.Passes says so.
 	droppedZones, droppedCTs []string
+	// splitBuf and pairBuf: the split and rebalance passes' working buffers, reused across the
+	// thousands of candidate splits and pairs a solve tries (splitscratch.go)
+	splitBuf splitScratch
+	pairBuf  pairScratch
 }
 
 type dsPod struct {

@@ -1,0 +1,55 @@
+package solver
+
+import "slices"
+
+// splitScratch holds the working buffers of splits' two fills (fillShare, fillBalanced), reused
+// from one candidate split to the next: the split pass and the pair rebalance try thousands of
+// them per solve, and allocating each fill's vectors afresh was most of those passes' garbage.
+type splitScratch struct {
+	inA   [2][]bool
+	used  [5]resVec // usedA, usedB of fillShare; usedA, usedB, room of fillBalanced
+	taken []int
+	ports []hostPort
+	out   [2]split
+}
+
+// bools returns inA[i] resized to n, all false.
+func (sb *splitScratch) bools(i, n int) []bool {
+	b := slices.Grow(sb.inA[i][:0], n)[:n]
+	clear(b)
+	sb.inA[i] = b
+	return b
+}
+
+// ints returns the taken counters resized to n, all zero.
+func (sb *splitScratch) ints(n int) []int {
+	t := slices.Grow(sb.taken[:0], n)[:n]
+	clear(t)
+	sb.taken = t
+	return t
+}
+
+// scratchVec returns splitBuf's vector i, zeroed.
+func (s *solver) scratchVec(i int) resVec {
+	v := s.splitBuf.used[i]
+	if len(v) != s.d.n() {
+		v = s.d.zero()
+		s.splitBuf.used[i] = v
+		return v
+	}
+	clear(v)
+	return v
+}
+
+// keep copies a split out of splitBuf, for a caller that holds on to it past the next splits.
+func (sp split) keep() split {
+	return split{inA: slices.Clone(sp.inA), usedA: sp.usedA.clone(), usedB: sp.usedB.clone()}
+}
+
+// pairScratch holds rebalancePair's working buffers: the two nodes' pods together and their
+// order by share.
+type pairScratch struct {
+	both  node
+	order []int
+	share []float64
+}
