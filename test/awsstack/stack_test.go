@@ -214,10 +214,8 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(pod), pending); err != nil {
 		t.Fatal(err)
 	}
-	// One pending pod of one class on a node of its own needs no steering: the release lifts the
-	// taint (checked above) and writes no nomination (nomination.Interchangeable).
-	if pending.Status.NominatedNodeName != "" {
-		t.Errorf("pod nominated to %q, want no nomination for a batch of one interchangeable class", pending.Status.NominatedNodeName)
+	if pending.Status.NominatedNodeName != inst.PrivateDNSName {
+		t.Errorf("pod nominated to %q, want the node %q", pending.Status.NominatedNodeName, inst.PrivateDNSName)
 	}
 
 	eventually(t, ctx, "the instance named after its node", func() (bool, string) {
