@@ -72,8 +72,6 @@ type Controller struct {
 	spread *spreadPods
 	// displaced holds the pods whose planned room another pod took, until they are planned again.
 	displaced *displacedPods
-	// unsteered holds the planned pods whose nominations are not written (Interchangeable).
-	unsteered *unsteered
 }
 
 // New returns the controller. replan starts a provisioning batch; it is called when a rejected
@@ -83,7 +81,7 @@ func New(kube client.Client, c ctrlcache.Cache, store *state.Nominations, replan
 		kube: kube, cache: c, store: store, clock: clk, opts: opts, replan: replan,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "nomination.pods", Clock: clk}),
-		seen: newSeenWait(), released: newReleasedNodes(), spread: newSpreadPods(), displaced: newDisplacedPods(), unsteered: newUnsteered(),
+		seen: newSeenWait(), released: newReleasedNodes(), spread: newSpreadPods(), displaced: newDisplacedPods(),
 	}
 }
 
@@ -116,11 +114,6 @@ func (c *Controller) Launched(claim string, pods []*corev1.Pod) {
 		countLaunches(0, 1)
 	}
 }
-
-// Unsteered records the planned pods (by UID, with their class) whose nominations are not written:
-// Interchangeable found that the kube-scheduler puts them where the plan holds room for them without.
-// Call it before the pods' claims are created.
-func (c *Controller) Unsteered(pods map[types.UID]string) { c.unsteered.note(pods) }
 
 // PodsOf returns the UIDs of the pods planned onto claim and not bound yet.
 func (c *Controller) PodsOf(claim string) []types.UID { return c.store.PodsOf(claim) }
@@ -183,7 +176,6 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 	c.displaced.keepOnly(func(uid types.UID) bool { return pending[uid] })
 	c.dropDisplaced(claims, pods)
 	c.spread.keepOnly(c.store.Known)
-	c.unsteered.keepOnly(c.store.Known)
 	for _, ended := range c.store.EndReservations(now, c.opts.NominationTTL, func(claim string) bool { return byName[claim] != nil }) {
 		reservationEnded(ended)
 	}

@@ -47,8 +47,8 @@ func (r *releasedNodes) claimOf(node string) string {
 
 // swapOffPlan handles a pod the kube-scheduler bound to another released node than the one it was
 // planned for. It took room planned for a pod of that node, and left its own slot on its planned
-// node free. A still-pending pod of the same workload, or of the same unsteered class
-// (Interchangeable), planned for the node it landed on is identical to it, so that pod's nomination moves to the vacated slot at once: without the swap the
+// node free. A still-pending pod of the same workload planned for the node it landed on is
+// identical to it, so that pod's nomination moves to the vacated slot at once: without the swap the
 // displaced pod would be turned away, wait out RejectionGrace and be planned again — by then the
 // snapshot can count the room it needs as taken and buy a node for it although the plan's room
 // still exists. (Pods of other workloads displaced this way still go through rejection.) The
@@ -61,16 +61,12 @@ func (c *Controller) swapOffPlan(ctx context.Context, pod *corev1.Pod) {
 	}
 	plannedNode, landedClaim := c.released.nodeOf(planned), c.released.claimOf(pod.Spec.NodeName)
 	owner := ownerOf(pod)
-	class, unsteered := c.unsteered.classOf(pod.UID)
-	if plannedNode == pod.Spec.NodeName || landedClaim == "" || landedClaim == planned || (owner == "" && !unsteered) {
+	if plannedNode == pod.Spec.NodeName || landedClaim == "" || landedClaim == planned || owner == "" {
 		return
 	}
 	for _, uid := range c.store.PodsOf(landedClaim) {
 		other, err := c.podByUID(ctx, uid)
-		if err != nil || other == nil || other.Spec.NodeName != "" {
-			continue
-		}
-		if otherClass, ok := c.unsteered.classOf(uid); !(unsteered && ok && otherClass == class) && (owner == "" || ownerOf(other) != owner) {
+		if err != nil || other == nil || other.Spec.NodeName != "" || ownerOf(other) != owner {
 			continue
 		}
 		c.store.Nominate(planned, uid)

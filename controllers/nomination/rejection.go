@@ -252,8 +252,8 @@ func (c *Controller) handle(ctx context.Context, uid types.UID) error {
 	}
 	left, rejected := c.store.ExpiresIn(uid, c.clock.Now(), c.opts.RejectionGrace)
 	if !rejected {
-		if _, free := c.unsteered.classOf(uid); free || !c.store.IsReleased(claim) {
-			return nil // needs no steering, or written at release
+		if !c.store.IsReleased(claim) {
+			return nil // written at release
 		}
 		node, err := c.nodeOfClaim(ctx, claim)
 		if err != nil || node == "" {
@@ -263,7 +263,6 @@ func (c *Controller) handle(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	if pod.Status.NominatedNodeName == "" && c.store.StartRenomination(uid) {
-		c.unsteered.forget(uid) // left pending: from now on it is steered
 		node, err := c.nodeOfClaim(ctx, claim)
 		if err == nil && node != "" {
 			if rv, err := c.writeNomination(ctx, uid, node, pod.ResourceVersion); err == nil && rv != "" {

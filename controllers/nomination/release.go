@@ -332,16 +332,13 @@ func readyButUnregistered(node *corev1.Node) bool {
 }
 
 // nominate points the still-pending pods planned for each claim at its node, all claims' pods at
-// once, but for the pods that need no steering. It returns how many nominations it had to write.
+// once. It returns how many nominations it had to write.
 func (c *Controller) nominate(ctx context.Context, nodes map[string]*corev1.Node) (int, error) {
 	var written atomic.Int32
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(nominationParallelism)
 	for claim, node := range nodes {
 		for _, uid := range c.store.PodsOf(claim) {
-			if _, free := c.unsteered.classOf(uid); free {
-				continue // needs no steering (Interchangeable)
-			}
 			g.Go(func() error {
 				rv, err := c.writeNomination(gctx, uid, node.Name, "")
 				if rv != "" {

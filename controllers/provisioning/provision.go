@@ -14,7 +14,6 @@ import (
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/claimtemplate"
 	"github.com/joist-dev/joist/controllers/metrics"
-	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/requirements"
 	"github.com/joist-dev/joist/solver"
 )
@@ -62,8 +61,6 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 		}
 	}
 	plans, blocked := s.Admit(result.NewNodeClaims)
-	// Before the claims exist, so that no release can write the nominations of pods that need none.
-	p.nominations.Unsteered(nomination.Interchangeable(plans, s.Pending))
 	var catalogs [][]*catalog.InstanceType
 	for _, pi := range s.Input.NodePools {
 		catalogs = append(catalogs, pi.InstanceTypes)
