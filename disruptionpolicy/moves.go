@@ -29,6 +29,15 @@ func (m Moves) Record(owners []types.UID, executed time.Time) {
 	}
 }
 
+// ForgetBefore drops the workloads first moved before the given time.
+func (m Moves) ForgetBefore(before time.Time) {
+	for o, executed := range m {
+		if executed.Before(before) {
+			delete(m, o)
+		}
+	}
+}
+
 // MovedReplica returns a pod among pods that is a moved replica, or nil.
 func (m Moves) MovedReplica(pods []*corev1.Pod) *corev1.Pod {
 	if len(m) == 0 {

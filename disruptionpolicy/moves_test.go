@@ -49,3 +49,17 @@ func TestMovedReplica(t *testing.T) {
 		t.Errorf("owners %v, want [rs-a rs-b]", owners)
 	}
 }
+
+func TestMovesForgetBefore(t *testing.T) {
+	executed := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	moves := Moves{}
+	moves.Record([]types.UID{"rs-old"}, executed)
+	moves.Record([]types.UID{"rs-new"}, executed.Add(10*time.Minute))
+	moves.ForgetBefore(executed.Add(5 * time.Minute))
+	if _, ok := moves["rs-old"]; ok {
+		t.Error("a move before the cut is remembered")
+	}
+	if _, ok := moves["rs-new"]; !ok {
+		t.Error("a move after the cut is forgotten")
+	}
+}

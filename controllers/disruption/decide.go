@@ -36,6 +36,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 	}
 	free := func(m *member) bool { return m.blocked == "" }
+	c.forgetOldMoves(now)
 
 	// Provisioning is under way (pods pending and claims launching): wait, or the plan would count
 	// on room the new pods are about to take.
@@ -115,9 +116,15 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	for _, cand := range slices.Concat(preferred, deferred) {
 		allowed[cand.Node] = true
 	}
-	freshNodes := map[string]bool{}
+	// secondMoves are the nodes whose pods a command moved a moment ago: fresh replacements, and the
+	// nodes hosting a replica a command moved (deferred). A command taking one must be worth a second
+	// move (worthASecondMove).
+	freshNodes, secondMoves := map[string]bool{}, map[string]bool{}
 	for _, cand := range slices.Concat(fresh, freshHeld) {
 		allowed[cand.Node], freshNodes[cand.Node] = false, true
+	}
+	for _, cand := range deferred {
+		secondMoves[cand.Node] = true
 	}
 	// When the look-ahead's replace runs first, the deletes after it are marked too: its
 	// replacements are there for their pods, and unmarked the kube-scheduler put the re-created pods
@@ -195,7 +202,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		return markErr
 	}
 	for _, cmd := range plan.Commands {
-		if cmd.Reason == v1.DisruptionReasonUnderutilized && worthASecondMove(cmd, freshNodes, plan.CostBefore, minSavings) {
+		if cmd.Reason == v1.DisruptionReasonUnderutilized && worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
 			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
@@ -204,12 +211,11 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// (destinations.go), then the nodes the look-ahead keeps.
 	for i := 1; i < len(tries); i++ {
 		cin.Candidates = tries[i]
-		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 && worthASecondMove(plan.Commands[0], freshNodes, plan.CostBefore, minSavings) {
+		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 && worthASecondMove(plan.Commands[0], secondMoves, plan.CostBefore, minSavings) {
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, plan.Commands[0]))
 		}
 	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
-	c.forgetMoves()
 	if markErr != nil {
 		return markErr // not idle: the marks are written again next pass
 	}
