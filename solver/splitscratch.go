@@ -11,6 +11,7 @@ type splitScratch struct {
 	taken []int
 	ports []hostPort
 	out   [2]split
+	cands []pairCand // split's cheaper types, for its floor
 }
 
 // bools returns inA[i] resized to n, all false.
