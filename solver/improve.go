@@ -234,7 +234,7 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	// Pods by class, for the balancing fill (only without host ports).
 	var byClass [][]int
 	if len(n.ports) == 0 {
-		byClass = byClassIn(n, order)
+		byClass = s.splitBuf.byClass(n, order)
 	}
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
 		t := p.types[cheaper[ti]]
@@ -340,24 +340,6 @@ func (s *solver) splits(n *node, order []int, byClass [][]int, alloc resVec) []s
 		add(s.fillBalanced(n, byClass, alloc))
 	}
 	return out
-}
-
-// byClassIn groups the indices of order (into n.pods) by pod class, classes in order of first
-// appearance, for the balancing fill.
-func byClassIn(n *node, order []int) [][]int {
-	idx := map[*class]int{}
-	var byClass [][]int
-	for _, i := range order {
-		c := n.cls[i]
-		k, ok := idx[c]
-		if !ok {
-			k = len(byClass)
-			idx[c] = k
-			byClass = append(byClass, nil)
-		}
-		byClass[k] = append(byClass[k], i)
-	}
-	return byClass
 }
 
 // fillShare fills part A of a split up to alloc with n's pods in the given order (first fit),

@@ -182,13 +182,14 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 	}
 	// Only types cheaper than the pair can be part of a cheaper plan; by price, so the
 	// first that holds a part is its cheapest.
-	var cands []pairCand
+	cands := s.pairBuf.cands[:0]
 	compat.each(func(i int) bool {
 		if pr, _ := p.types[i].price(zm, cm); pr >= 0 && pr < cur {
 			cands = append(cands, pairCand{i, pr})
 		}
 		return true
 	})
+	s.pairBuf.cands = cands
 	if len(cands) == 0 {
 		return false
 	}
@@ -234,7 +235,7 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 		}
 	}
 	sort.SliceStable(order, func(x, y int) bool { return share[order[x]] > share[order[y]] })
-	byClass := byClassIn(both, order)
+	byClass := s.splitBuf.byClass(both, order)
 	step := max(1, len(cands)/pairTypes)
 	best, bestA := cur*(1-1e-9), []bool(nil)
 	for ti := len(cands) - 1; ti >= 0; ti -= step {
