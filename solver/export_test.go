@@ -8,3 +8,14 @@ func FreshLowerBound(in Input) (bound float64, reused int) {
 	bound = s.lowerBound()
 	return bound, s.tally.asgReused
 }
+
+// FloorCounts solves in and returns how many nodes the split pass and how many pairs the pair
+// rebalance passed over by splitFloor, and how many pairs were priced.
+func FloorCounts(in Input) (splits, pairs, priced int) {
+	s := placed(in, false)
+	memo := newPassMemo(s.classes)
+	s.improve(memo)
+	s.repack(false, false, memo)
+	s.rebalance(memo)
+	return s.tally.splitsFloored, s.tally.pairsFloored, s.tally.pairsPriced
+}

@@ -196,6 +196,25 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	if ci < 0 {
 		return false
 	}
+	var cheaper []int
+	cands := s.splitBuf.cands[:0]
+	compat.each(func(i int) bool {
+		if pr, _ := p.types[i].price(n.zoneMask, n.ctMask); pr >= 0 && pr < cur {
+			cheaper = append(cheaper, i)
+			cands = append(cands, pairCand{i, pr})
+		}
+		return true
+	})
+	s.splitBuf.cands = cands
+	if len(cheaper) == 0 {
+		return false
+	}
+	// Both parts of a split that pays are on types cheaper than the node's, so no split pays
+	// when the node's pods cost at least its price at those types' cheapest price per unit.
+	if splitFloor(n.used, cands, p) >= cur-1e-9 {
+		s.tally.splitsFloored++
+		return false
+	}
 	// Pods largest first by their dominant share of the current type.
 	alloc := p.types[ci].alloc
 	order := make([]int, len(n.pods))
@@ -209,23 +228,13 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return share[order[a]] > share[order[b]] })
-	var cheaper []int
-	compat.each(func(i int) bool {
-		if pr, _ := p.types[i].price(n.zoneMask, n.ctMask); pr >= 0 && pr < cur {
-			cheaper = append(cheaper, i)
-		}
-		return true
-	})
-	if len(cheaper) == 0 {
-		return false
-	}
 	step := max(1, len(cheaper)/splitCandidates)
 	bestCost, bestA := cur-1e-9, []bool(nil)
 	var bestUsedA, bestUsedB resVec
 	// Pods by class, for the balancing fill (only without host ports).
 	var byClass [][]int
 	if len(n.ports) == 0 {
-		byClass = byClassIn(n, order)
+		byClass = s.splitBuf.byClass(n, order)
 	}
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
 		t := p.types[cheaper[ti]]
@@ -331,24 +340,6 @@ func (s *solver) splits(n *node, order []int, byClass [][]int, alloc resVec) []s
 		add(s.fillBalanced(n, byClass, alloc))
 	}
 	return out
-}
-
-// byClassIn groups the indices of order (into n.pods) by pod class, classes in order of first
-// appearance, for the balancing fill.
-func byClassIn(n *node, order []int) [][]int {
-	idx := map[*class]int{}
-	var byClass [][]int
-	for _, i := range order {
-		c := n.cls[i]
-		k, ok := idx[c]
-		if !ok {
-			k = len(byClass)
-			idx[c] = k
-			byClass = append(byClass, nil)
-		}
-		byClass[k] = append(byClass[k], i)
-	}
-	return byClass
 }
 
 // fillShare fills part A of a split up to alloc with n's pods in the given order (first fit),

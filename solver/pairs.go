@@ -1,6 +1,7 @@
 package solver
 
 import (
+	"math"
 	"slices"
 	"sort"
 
@@ -181,17 +182,14 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 	}
 	// Only types cheaper than the pair can be part of a cheaper plan; by price, so the
 	// first that holds a part is its cheapest.
-	type cand struct {
-		i     int
-		price float64
-	}
-	var cands []cand
+	cands := s.pairBuf.cands[:0]
 	compat.each(func(i int) bool {
 		if pr, _ := p.types[i].price(zm, cm); pr >= 0 && pr < cur {
-			cands = append(cands, cand{i, pr})
+			cands = append(cands, pairCand{i, pr})
 		}
 		return true
 	})
+	s.pairBuf.cands = cands
 	if len(cands) == 0 {
 		return false
 	}
@@ -210,6 +208,13 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 		return s.applyPair(a, b, both, nil, cur, zone)
 	}
 	// Pods largest first by their dominant share of the largest candidate type.
+	// No re-split onto two nodes of the candidate types can cost less than the pair's pods at
+	// the candidates' cheapest price per unit of any one resource (the two nodes' allocatable
+	// together covers the pods' use): when that is not below the pair's price, no split pays.
+	if splitFloor(used, cands, p) >= cur*(1-1e-9) {
+		s.tally.pairsFloored++
+		return false
+	}
 	ref := s.d.zero()
 	for _, c := range cands {
 		for r, v := range p.types[c.i].alloc {
@@ -230,7 +235,7 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 		}
 	}
 	sort.SliceStable(order, func(x, y int) bool { return share[order[x]] > share[order[y]] })
-	byClass := byClassIn(both, order)
+	byClass := s.splitBuf.byClass(both, order)
 	step := max(1, len(cands)/pairTypes)
 	best, bestA := cur*(1-1e-9), []bool(nil)
 	for ti := len(cands) - 1; ti >= 0; ti -= step {
@@ -311,4 +316,32 @@ func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) 
 		return false
 	}
 	return true
+}
+
+// pairCand is a candidate type of a pair's re-split and its price under the pair's masks.
+type pairCand struct {
+	i     int
+	price float64
+}
+
+// splitFloor is a lower bound on any set of nodes of the candidate types whose allocatable
+// together covers used: for each resource, used at the candidates' cheapest price per unit of it.
+func splitFloor(used resVec, cands []pairCand, p *pool) float64 {
+	floor := 0.0
+	for r, v := range used {
+		if v <= 0 {
+			continue
+		}
+		per := math.Inf(1)
+		for _, c := range cands {
+			if a := p.types[c.i].alloc[r]; a > 0 {
+				per = min(per, c.price/float64(a))
+			}
+		}
+		if math.IsInf(per, 1) {
+			return math.Inf(1)
+		}
+		floor = max(floor, per*float64(v))
+	}
+	return floor
 }

@@ -52,7 +52,7 @@ type workTally struct {
 	pairCut, pairContents int
 	// rebalance: pairs re-split (priced), and pairs passed over because an earlier call had
 	// priced the same two contents without gain (passMemo.pairFailed)
-	pairsPriced, pairsKnown int
+	pairsPriced, pairsKnown, pairsFloored, splitsFloored int
 	// asgReused: assignment LPs for the bound that took the duals of the LPs lpPack had solved
 	// over the same groups and offerings (reusedDuals) instead of being solved
 	asgReused int

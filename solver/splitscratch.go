@@ -11,6 +11,37 @@ type splitScratch struct {
 	taken []int
 	ports []hostPort
 	out   [2]split
+	cands []pairCand // split's cheaper types, for its floor
+	// groups, groupOf: byClass's result and index, reused
+	groups  [][]int
+	groupOf map[*class]int
+}
+
+// byClass groups the indices of order (into n.pods) by pod class, classes in order of first
+// appearance, for the balancing fill; the result lives in sb's buffers until the next call.
+func (sb *splitScratch) byClass(n *node, order []int) [][]int {
+	if sb.groupOf == nil {
+		sb.groupOf = map[*class]int{}
+	}
+	clear(sb.groupOf)
+	out := sb.groups[:0]
+	for _, i := range order {
+		c := n.cls[i]
+		k, ok := sb.groupOf[c]
+		if !ok {
+			k = len(out)
+			sb.groupOf[c] = k
+			if k < cap(out) {
+				out = out[:k+1]
+				out[k] = out[k][:0]
+			} else {
+				out = append(out, nil)
+			}
+		}
+		out[k] = append(out[k], i)
+	}
+	sb.groups = out
+	return out
 }
 
 // bools returns inA[i] resized to n, all false.
@@ -49,6 +80,7 @@ func (sp split) keep() split {
 // pairScratch holds rebalancePair's working buffers: the two nodes' pods together and their
 // order by share.
 type pairScratch struct {
+	cands []pairCand
 	both  node
 	order []int
 	share []float64
