@@ -167,14 +167,12 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 		}
 	}
 	c.store.Sweep(now, c.opts.RejectionGrace, staleClaims)
-	pending := map[types.UID]bool{}
-	for _, pod := range pods {
-		if pod.Spec.NodeName == "" && pod.DeletionTimestamp.IsZero() {
-			pending[pod.UID] = true
-		}
-	}
-	c.displaced.keepOnly(func(uid types.UID) bool { return pending[uid] })
-	c.dropDisplaced(claims, pods)
+	// One pass over the pods serves both: a displaced pod is remembered while it is pending (not
+	// bound, finished or being deleted: a finished pod is planned by no batch again), and the
+	// displaced sweep counts the bound pods against each node's room.
+	onNode, pending := podsByNode(pods)
+	c.displaced.keepOnly(func(uid types.UID) bool { return pending[uid] != nil })
+	c.dropDisplaced(claims, onNode, pending)
 	c.spread.keepOnly(c.store.Known)
 	for _, ended := range c.store.EndReservations(now, c.opts.NominationTTL, func(claim string) bool { return byName[claim] != nil }) {
 		reservationEnded(ended)

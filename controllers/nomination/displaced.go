@@ -66,9 +66,9 @@ func (d *displacedPods) keepOnly(keep func(types.UID) bool) {
 // Counted against the claim's allocatable after the pods bound to its node, the nominated pods that
 // fit keep their place (in name order); the others are dropped here. Resources the allocatable does
 // not list are not counted (a device plugin may not have reported them yet).
-func (c *Controller) dropDisplaced(claims []*v1.NodeClaim, pods []*corev1.Pod) []types.UID {
-	var onNode map[string][]*corev1.Pod // node → bound pods holding room
-	var pending map[types.UID]*corev1.Pod
+//
+// onNode holds each node's bound pods that hold room, pending the pending pods by UID (podsByNode).
+func (c *Controller) dropDisplaced(claims []*v1.NodeClaim, onNode map[string][]*corev1.Pod, pending map[types.UID]*corev1.Pod) []types.UID {
 	var dropped []types.UID
 	for _, nc := range claims {
 		if nc.Status.NodeName == "" || len(nc.Status.Allocatable) == 0 || c.store.IsReserved(nc.Name) {
@@ -77,9 +77,6 @@ func (c *Controller) dropDisplaced(claims []*v1.NodeClaim, pods []*corev1.Pod) [
 		planned := c.store.PodsOf(nc.Name)
 		if len(planned) == 0 {
 			continue
-		}
-		if onNode == nil {
-			onNode, pending = podsByNode(pods)
 		}
 		nominees := make([]*corev1.Pod, 0, len(planned))
 		for _, uid := range planned {
@@ -103,7 +100,7 @@ func (c *Controller) dropDisplaced(claims []*v1.NodeClaim, pods []*corev1.Pod) [
 }
 
 // podsByNode returns the pods holding room on each node (bound, not finished) and the pending pods
-// by UID.
+// (not bound, not finished, not being deleted) by UID.
 func podsByNode(pods []*corev1.Pod) (map[string][]*corev1.Pod, map[types.UID]*corev1.Pod) {
 	onNode := map[string][]*corev1.Pod{}
 	pending := map[types.UID]*corev1.Pod{}

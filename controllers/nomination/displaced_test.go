@@ -92,3 +92,36 @@ func TestPodsWhosePlannedRoomWasTakenArePlannedAgain(t *testing.T) {
 		t.Errorf("a-3 nominated to %q after its new plan, want general-b", claimOf)
 	}
 }
+
+// A displaced pod is remembered (its stale status.nominatedNodeName counts as Joist's) only while
+// it is pending: one that finished without binding (its Job failed it, say) is planned by no batch
+// again, and Sweep forgets it with the pods that bound or went. Sweep reads the pods once for both
+// the displaced set and the displaced sweep's room count.
+func TestDisplacedPodThatFinishedIsForgotten(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	store := state.NewNominations()
+	c := New(nil, nil, store, func() {}, clk, DefaultOptions())
+	claim := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "general-a", Labels: map[string]string{v1.NodePoolLabelKey: "general"}},
+		Status: v1.NodeClaimStatus{NodeName: "general-a", ProviderID: "kwok://general-a", Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110"),
+		}},
+	}
+	// Two 500m pods planned onto the 1-cpu node; a pod of another burst took the room of one.
+	a0, a1 := displacedPod("a-0", "", "general-a"), displacedPod("a-1", "", "general-a")
+	b0 := displacedPod("b-0", "general-a", "")
+	c.Plan(claim.Name, []*corev1.Pod{a0, a1})
+	c.Sweep([]*v1.NodeClaim{claim}, []*corev1.Pod{a0, a1, b0})
+	if !c.Own(a1) || store.Known(a1.UID) {
+		t.Fatalf("a-1 displaced = %v, nominated = %v; want it displaced (b-0 took its room), not nominated", c.Own(a1), store.Known(a1.UID))
+	}
+	failed := a1.DeepCopy()
+	failed.Status.Phase = corev1.PodFailed
+	c.Sweep([]*v1.NodeClaim{claim}, []*corev1.Pod{a0, failed, b0})
+	if c.Own(failed) {
+		t.Errorf("a-1 finished without binding and is still remembered as displaced")
+	}
+	if claimOf, _ := store.ClaimOf(a0.UID); claimOf != claim.Name {
+		t.Errorf("a-0 nominated to %q, want %s: it still fits beside b-0", claimOf, claim.Name)
+	}
+}
