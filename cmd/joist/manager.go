@@ -151,7 +151,7 @@ func runManager(args []string) error {
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	ctrl.SetLogger(newLogger(&zapOpts))
 	if soft := applyMemoryLimit(f.memoryLimit); soft > 0 {
 		ctrl.Log.Info("soft memory limit set from the container's", "containerLimit", f.memoryLimit, "GOMEMLIMIT", soft)
 	}

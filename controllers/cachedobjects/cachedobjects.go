@@ -11,7 +11,9 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,4 +60,36 @@ func Objects[T any, PT Object[T]](ctx context.Context, informers ctrlcache.Infor
 		}
 	}
 	return out, nil
+}
+
+// Get returns the cached object of T's kind under key, read from the informer's store: the cache's
+// own object, read only, without the deep copy a cached client's Get makes. Not in the store, it
+// returns a NotFound error, as the cached Get does. Without informers (nil) or when the informer is
+// not a client-go store, it reads from kube into a new object instead.
+func Get[T any, PT Object[T]](ctx context.Context, informers ctrlcache.Informers, kube client.Reader, key client.ObjectKey) (PT, error) {
+	if informers != nil {
+		inf, err := informers.GetInformer(ctx, PT(new(T)))
+		if err != nil {
+			return nil, fmt.Errorf("getting the %T informer: %w", PT(nil), err)
+		}
+		if store, ok := inf.(toolscache.SharedIndexInformer); ok {
+			storeKey := key.Name
+			if key.Namespace != "" {
+				storeKey = key.Namespace + "/" + key.Name
+			}
+			o, exists, err := store.GetStore().GetByKey(storeKey)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s from the %T store: %w", storeKey, PT(nil), err)
+			}
+			if obj, ok := o.(PT); exists && ok {
+				return obj, nil
+			}
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: fmt.Sprintf("%T", PT(nil))}, key.Name)
+		}
+	}
+	obj := PT(new(T))
+	if err := kube.Get(ctx, key, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
 }

@@ -6,9 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joist-dev/joist/controllers/cachedobjects"
 	"github.com/joist-dev/joist/test/env"
@@ -52,6 +54,20 @@ func TestObjectsAreTheCachesOwn(t *testing.T) {
 	pending := read(func(p *corev1.Pod) bool { return p.Spec.NodeName == "" })
 	if len(pending) != 1 || pending[0].Name != "pending" || pending[0] != byName["pending"] {
 		t.Errorf("matching unbound pods read %v, want the cache's pod pending", names(pending))
+	}
+
+	// Get reads one object from the same store: the cache's own pod, NotFound for one that is not
+	// there, and through the client without informers.
+	got, err := cachedobjects.Get[corev1.Pod](ctx, informers, cached, client.ObjectKey{Namespace: "default", Name: "pending"})
+	if err != nil || got != byName["pending"] {
+		t.Errorf("Get of pending read %p (%v), want the cache's own %p", got, err, byName["pending"])
+	}
+	if _, err := cachedobjects.Get[corev1.Pod](ctx, informers, cached, client.ObjectKey{Namespace: "default", Name: "gone"}); !apierrors.IsNotFound(err) {
+		t.Errorf("Get of a missing pod: %v, want NotFound", err)
+	}
+	direct, err := cachedobjects.Get[corev1.Pod](ctx, nil, e.Client, client.ObjectKey{Namespace: "default", Name: "bound"})
+	if err != nil || direct.Spec.NodeName != "node-a" || direct == byName["bound"] {
+		t.Errorf("Get without informers read %v (%v), want a fresh copy of bound on node-a", direct, err)
 	}
 
 	listed, err := cachedobjects.Objects(ctx, nil, e.Client, &corev1.PodList{}, func(p *corev1.Pod) bool { return p.Spec.NodeName != "" })

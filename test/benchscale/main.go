@@ -45,6 +45,8 @@ func main() {
 	out := flag.String("out", "bin/bench-scale.md", "Where to write the markdown report (also printed).")
 	profile := flag.String("profile", "", "Save the manager's pprof CPU profiles (20 s each, while the run lasts) and heap profiles (all bound, settled) in this folder, one sub-folder per size.")
 	timeout := flag.Duration("timeout", 30*time.Minute, "Longest wait for all pods bound at one size.")
+	var managerArgs argList
+	flag.Var(&managerArgs, "manager-arg", "An extra flag for the manager, e.g. -manager-arg=--memory-limit=134217728 (what a 128 MiB container limit passes); repeatable. The report's header lists them.")
 	flag.Parse()
 	ss, err := parseSizes(*sizes)
 	if err != nil {
@@ -54,7 +56,7 @@ func main() {
 	ctx := context.Background()
 	var rows, passRows, timelines []string
 	for _, sz := range ss {
-		r, err := run(ctx, sz, *joist, *timeout, *profile)
+		r, err := run(ctx, sz, *joist, *timeout, *profile, managerArgs)
 		if err != nil {
 			fail(fmt.Errorf("joist at %d pods: %w", sz.pods, err))
 		}
@@ -64,7 +66,7 @@ func main() {
 		timelines = append(timelines, r.timelineRow())
 		passRows = append(passRows, r.passRow())
 		if *floor {
-			f, err := run(ctx, sz, "", *timeout, "")
+			f, err := run(ctx, sz, "", *timeout, "", nil)
 			if err != nil {
 				fail(fmt.Errorf("floor at %d pods: %w", sz.pods, err))
 			}
@@ -73,7 +75,11 @@ func main() {
 			rows = append(rows, f.row(), fmt.Sprintf("| | **Joist / floor** | | | | %.2f× | | | |", r.bound.Seconds()/f.bound.Seconds()))
 		}
 	}
-	report := header + strings.Join(rows, "\n") + "\n\n" + timelineHeader + strings.Join(timelines, "\n") + "\n\n" + passHeader +
+	report := header
+	if len(managerArgs) > 0 {
+		report = "Manager flags beyond the defaults: `" + strings.Join(managerArgs, " ") + "`.\n\n" + report
+	}
+	report += strings.Join(rows, "\n") + "\n\n" + timelineHeader + strings.Join(timelines, "\n") + "\n\n" + passHeader +
 		strings.Join(passRows, "\n") + "\n"
 	fmt.Print("\n" + report)
 	if err := os.WriteFile(*out, []byte(report), 0o644); err != nil {
@@ -100,6 +106,12 @@ by verb and resource during the settle window, ` + "30 s" + `, when only the man
 | pods / nodes | passes | mean pass | pass p99 (bucket bound) | apiserver requests in the settle window |
 |---|---|---|---|---|
 `
+
+// argList is a repeatable string flag.
+type argList []string
+
+func (a *argList) String() string     { return strings.Join(*a, " ") }
+func (a *argList) Set(v string) error { *a = append(*a, v); return nil }
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "benchscale:", err)

@@ -97,8 +97,9 @@ func (r result) passRow() string {
 }
 
 // run measures one size; joist is the manager binary, or "" for the floor. With profileDir, the
-// manager's CPU and heap profiles are saved in profileDir/PODS-NODES.
-func run(ctx context.Context, sz size, joist string, timeout time.Duration, profileDir string) (_ result, err error) {
+// manager's CPU and heap profiles are saved in profileDir/PODS-NODES. managerArgs follow the
+// manager's other flags.
+func run(ctx context.Context, sz size, joist string, timeout time.Duration, profileDir string, managerArgs []string) (_ result, err error) {
 	res := result{size: sz, joist: joist != ""}
 	perNode := sz.pods / sz.nodes
 	if perNode > allocPods {
@@ -149,6 +150,7 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 			pprofAddr = fmt.Sprintf("127.0.0.1:%d", pport)
 			args = append(args, "--pprof-bind-address="+pprofAddr)
 		}
+		args = append(args, managerArgs...)
 		if mgr, err = e.StartManager(env.ManagerOptions{Binary: joist, Args: args}); err != nil {
 			return res, err
 		}
@@ -189,6 +191,14 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	if prof != nil {
 		defer func(done <-chan struct{}) { <-done }(profileAPIServer(runCtx, cs, filepath.Join(prof.dir, "apiserver-cpu.pb.gz")))
 	}
+	// The manager's CPU before the pods (start-up, caches synced), at all bound and at the end split
+	// its CPU-seconds into start-up, placing the pods and the settle window's disruption passes.
+	var cpuStart float64
+	if mgr != nil {
+		if _, cpuStart, err = mgr.Stats(); err != nil {
+			return res, err
+		}
+	}
 	start := time.Now()
 	if err := parallel(sz.pods, func(i int) error { return createPod(runCtx, kube, i, *cpu) }); err != nil {
 		return res, fmt.Errorf("creating pods: %w", err)
@@ -207,6 +217,16 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 	res.timeline = stand.timeline.summary(start, created)
 	if apiCPUBound, err := apiserverCPU(); err == nil && apiCPUErr == nil {
 		res.timeline += fmt.Sprintf("; apiserver CPU %.1f s in the %.1f s to all bound", apiCPUBound-apiCPUBefore, res.bound.Seconds())
+	}
+	var cpuBound float64
+	if mgr != nil {
+		rssBound, cpu, err := mgr.Stats()
+		if err != nil {
+			return res, err
+		}
+		cpuBound = cpu
+		res.timeline += fmt.Sprintf("; manager CPU %.1f s at start-up, %.1f s to all bound (%.2f per 1k pods), peak RSS %.0f MiB by all bound",
+			cpuStart, cpuBound-cpuStart, (cpuBound-cpuStart)/float64(sz.pods)*1000, rssBound)
 	}
 	if writesBound, err := writeRequests(runCtx, cs); err == nil {
 		res.timeline += "; " + writesSince(writesBefore, writesBound)
@@ -243,6 +263,7 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 		if res.rssMiB, res.cpuS, err = mgr.Stats(); err != nil {
 			return res, err
 		}
+		res.timeline += fmt.Sprintf("; manager CPU %.1f s in the settle window", res.cpuS-cpuBound)
 		var claims v1.NodeClaimList
 		if err := kube.List(runCtx, &claims); err != nil {
 			return res, err

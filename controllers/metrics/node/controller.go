@@ -16,12 +16,14 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 )
 
 // InstanceTypesFunc returns the instance types (with offering prices) a NodePool may launch;
@@ -31,6 +33,7 @@ type InstanceTypesFunc func(ctx context.Context, np *v1.NodePool) ([]*catalog.In
 // Controller counts node creations and terminations, one node per reconcile.
 type Controller struct {
 	kube          client.Client
+	informers     ctrlcache.Informers // the manager's cache (Register); nil: nodes read through kube
 	instanceTypes InstanceTypesFunc
 	started       time.Time
 
@@ -52,12 +55,15 @@ func New(kube client.Client, instanceTypes InstanceTypesFunc, clk clock.PassiveC
 // Reconcile counts the node as created when first seen (if created after the loop started), and as
 // terminated when it is gone.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	node := &corev1.Node{}
-	err := c.kube.Get(ctx, req.NamespacedName, node)
+	// The cache's own node (read only), without the cached Get's deep copy per node event.
+	node, err := cachedobjects.Get[corev1.Node](ctx, c.informers, c.kube, req.NamespacedName)
 	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("getting node %s: %w", req.Name, err)
 	}
-	pz := poolZone{pool: node.Labels[v1.NodePoolLabelKey], zone: node.Labels[v1.LabelTopologyZone]}
+	var pz poolZone
+	if err == nil {
+		pz = poolZone{pool: node.Labels[v1.NodePoolLabelKey], zone: node.Labels[v1.LabelTopologyZone]}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, seen := c.tracked[req.Name]
@@ -81,6 +87,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Register sets the loop up with the manager (creations, deletions and label changes reach it) and
 // registers the Collector of the per-node series, reading the manager's cache.
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	c.informers = mgr.GetCache()
 	if err := RegisterCollector(c.kube, mgr.GetCache(), c.instanceTypes); err != nil {
 		return err
 	}

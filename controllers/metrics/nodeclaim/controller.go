@@ -17,11 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 	"github.com/joist-dev/joist/controllers/metrics"
 	"github.com/joist-dev/joist/disruptionpolicy"
 )
@@ -49,8 +51,9 @@ type claim struct {
 
 // Controller derives the NodeClaim counters.
 type Controller struct {
-	kube    client.Client
-	started time.Time
+	kube      client.Client
+	informers ctrlcache.Informers // the manager's cache (Register); nil: claims read through kube
+	started   time.Time
 
 	mu      sync.Mutex
 	tracked map[types.NamespacedName]claim
@@ -65,8 +68,10 @@ func New(kube client.Client, clk clock.PassiveClock) *Controller {
 
 // Reconcile updates the counters for one claim.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nc := &v1.NodeClaim{}
-	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+	// The cache's own claim (read only): a deep copy per claim event was 1.4 % of all the manager
+	// allocated at 5,000 pods (docs/scale.md).
+	nc, err := cachedobjects.Get[v1.NodeClaim](ctx, c.informers, c.kube, req.NamespacedName)
+	if err != nil {
 		if client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("getting nodeclaim %s: %w", req.Name, err)
 		}
@@ -159,5 +164,6 @@ func snakeCase(s string) string {
 
 // Register sets the loop up with the manager.
 func (c *Controller) Register(mgr ctrl.Manager) error {
+	c.informers = mgr.GetCache()
 	return ctrl.NewControllerManagedBy(mgr).Named("metrics.nodeclaim").For(&v1.NodeClaim{}).Complete(c)
 }
