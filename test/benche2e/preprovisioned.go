@@ -45,11 +45,6 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 		return r, fmt.Errorf("the plan leaves %d pods unschedulable: %s", len(plan.Unschedulable), plan.Unschedulable[0].Reason)
 	}
 	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
-	if systemNode {
-		if err := createSystemNode(ctx, kube); err != nil {
-			return r, err
-		}
-	}
 	var nodeNames []string
 	for i, nc := range plan.NewNodeClaims {
 		name := fmt.Sprintf("planned-%d", i)

@@ -67,11 +67,6 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 	deploys := deployments()
 	plan := solver.Solve(solver.Input{Pods: expand(deploys), NodePools: []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}})
 	r.planNodes, r.planCost = len(plan.NewNodeClaims), plan.CostPerHour
-	if systemNode {
-		if err := createSystemNode(ctx, kube); err != nil {
-			return r, err
-		}
-	}
 
 	tl, err := watchTimeline(ctx, e.Config, 1000)
 	if err != nil {
@@ -137,7 +132,7 @@ func emptyNodes(ctx context.Context, kube client.Client) (int, error) {
 	}
 	empty := 0
 	for _, n := range nodes.Items {
-		if !used[n.Name] && n.Name != systemNodeName {
+		if !used[n.Name] {
 			empty++
 		}
 	}
