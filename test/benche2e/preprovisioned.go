@@ -88,8 +88,10 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
 	r.allBound, r.allRunning, r.phases = tl.allBound, tl.allRunning, tl.phases()
-	r.timeline = fmt.Sprintf("all pods created %.1fs, first bound %.1fs, %d marked Unschedulable on the way",
-		tl.allCreated.Seconds(), tl.firstBound.Seconds(), len(tl.unschedulable))
+	tl.mu.Lock()
+	r.timeline = fmt.Sprintf("all pods created %.1fs, first bound %.1fs, %s, %d marked Unschedulable on the way",
+		tl.allCreated.Seconds(), tl.firstBound.Seconds(), tl.boundProfile(), len(tl.unschedulable))
+	tl.mu.Unlock()
 	r.nodes, r.cost = r.planNodes, r.planCost
 	return r, nil
 }
