@@ -31,6 +31,12 @@ func main() {
 	flag.BoolVar(&scaleDown, "scale-down", false, "Consolidation mode: build the 1,000-pod cluster, scale it to 300 pods, time until the consolidated state and compare its $/h with the solver's plan for the 300 pods from scratch.")
 	flag.Parse()
 	env.DiscardLogs()
+	if keepLogs != "" {
+		// Made before any run: a run whose log cannot be kept fails without printing its report.
+		if err := os.MkdirAll(keepLogs, 0o755); err != nil {
+			fail(fmt.Errorf("-keep-logs: %w", err))
+		}
+	}
 	root, err := env.RepoRoot()
 	if err != nil {
 		fail(err)
