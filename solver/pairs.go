@@ -4,8 +4,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // pairBudget bounds the node pairs rebalance prices per pool and round (most wasteful contents
@@ -279,14 +277,13 @@ func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) 
 		}
 	}
 	nB := len(both.pods) - nA
-	a.pods, a.cls, b.pods, b.cls = nil, nil, nil, nil
-	if nA > 0 {
-		a.pods, a.cls = make([]*corev1.Pod, 0, nA), make([]*class, 0, nA)
-	}
-	if nB > 0 {
-		b.pods, b.cls = make([]*corev1.Pod, 0, nB), make([]*class, 0, nB)
-	}
-	a.used, b.used = s.d.zero(), s.d.zero()
+	// The two nodes are filled in scratch buffers first: most re-splits priced cheaper do not
+	// survive the reshape (the nodes' own masks and requirements) and are undone; one that does
+	// gets its own copies below.
+	pb := &s.pairBuf
+	a.pods, a.cls = slices.Grow(pb.podsA[:0], nA), slices.Grow(pb.clsA[:0], nA)
+	b.pods, b.cls = slices.Grow(pb.podsB[:0], nB), slices.Grow(pb.clsB[:0], nB)
+	a.used, b.used = zeroed(&pb.usedA, s.d.n()), zeroed(&pb.usedB, s.d.n())
 	for i, pd := range both.pods {
 		c := both.cls[i]
 		n := b
@@ -295,6 +292,17 @@ func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) 
 		}
 		n.pods, n.cls = append(n.pods, pd), append(n.cls, c)
 		n.used.add(c.req)
+	}
+	pb.podsA, pb.clsA, pb.podsB, pb.clsB = a.pods, a.cls, b.pods, b.cls
+	own := func(n *node, used resVec) {
+		if len(n.pods) == 0 {
+			n.pods, n.cls = nil, nil
+		} else {
+			n.pods, n.cls = slices.Clone(n.pods), slices.Clone(n.cls)
+		}
+		if &n.used[0] == &used[0] {
+			n.used = used.clone()
+		}
 	}
 	a.ports, b.ports = nil, nil
 	a.reqs, b.reqs = a.pool.reqs, b.pool.reqs
@@ -315,6 +323,8 @@ func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) 
 		*a, *b = oldA, oldB
 		return false
 	}
+	own(a, pb.usedA)
+	own(b, pb.usedB)
 	return true
 }
 
@@ -344,4 +354,12 @@ func splitFloor(used resVec, cands []pairCand, p *pool) float64 {
 		floor = max(floor, per*float64(v))
 	}
 	return floor
+}
+
+// zeroed returns *buf resized to n and zeroed (kept in *buf for the next call).
+func zeroed(buf *resVec, n int) resVec {
+	v := slices.Grow((*buf)[:0], n)[:n]
+	clear(v)
+	*buf = v
+	return v
 }

@@ -1,6 +1,10 @@
 package solver
 
-import "slices"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // splitScratch holds the working buffers of splits' two fills (fillShare, fillBalanced), reused
 // from one candidate split to the next: the split pass and the pair rebalance try thousands of
@@ -81,7 +85,11 @@ func (sp split) keep() split {
 // order by share.
 type pairScratch struct {
 	cands []pairCand
-	both  node
-	order []int
-	share []float64
+	// applyPair's two nodes before they are kept
+	podsA, podsB []*corev1.Pod
+	clsA, clsB   []*class
+	usedA, usedB resVec
+	both         node
+	order        []int
+	share        []float64
 }
