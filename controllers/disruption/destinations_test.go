@@ -90,16 +90,7 @@ func TestNextCommandTakesCheapestWithoutMoves(t *testing.T) {
 // moved replica still goes.
 func TestNodesHostingMovedPodsConsolidatedWhenNothingElse(t *testing.T) {
 	kube, rs := destinationsFixture(t)
-	ctx := context.Background()
-	pod := &corev1.Pod{}
-	if err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "node-c-1"}, pod); err != nil {
-		t.Fatal(err)
-	}
-	stored := pod.DeepCopy()
-	pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	if err := kube.Patch(ctx, pod, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+	protectNodeC(t, kube)
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, DefaultOptions())
 	c.moves.Record([]types.UID{rs}, time.Now().Add(-time.Minute))
@@ -115,17 +106,9 @@ func TestNodesHostingMovedPodsConsolidatedWhenNothingElse(t *testing.T) {
 // bench: a node hosting 3 moved pods deleted last for 0.8 % of the cluster). Once the move is
 // freshHold old, node-b goes.
 func TestNodeHostingMovedPodsTakenOnlyWhenWorthASecondMove(t *testing.T) {
-	kube, rs := destinationsFixture(t)
 	ctx := context.Background()
-	pod := &corev1.Pod{}
-	if err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "node-c-1"}, pod); err != nil {
-		t.Fatal(err)
-	}
-	stored := pod.DeepCopy()
-	pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
-	if err := kube.Patch(ctx, pod, client.MergeFrom(stored)); err != nil {
-		t.Fatal(err)
-	}
+	kube, rs := destinationsFixture(t)
+	protectNodeC(t, kube)
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
 	opts := DefaultOptions()
 	opts.MinSavingsFraction = 0.4
@@ -173,5 +156,21 @@ func TestWorthASecondMove(t *testing.T) {
 		if got := worthASecondMove(tc.cmd, fresh, 1.0, 0.05); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// protectNodeC marks node-c's pod do-not-disrupt, so that only node-b (hosting the moved replica)
+// is left for a command.
+func protectNodeC(t *testing.T, kube client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{}
+	if err := kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "node-c-1"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	stored := pod.DeepCopy()
+	pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := kube.Patch(ctx, pod, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
 	}
 }

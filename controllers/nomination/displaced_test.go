@@ -39,12 +39,7 @@ func TestPodsWhosePlannedRoomWasTakenArePlannedAgain(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	store := state.NewNominations()
 	c := New(nil, nil, store, func() {}, clk, DefaultOptions())
-	claim := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "general-a", Labels: map[string]string{v1.NodePoolLabelKey: "general"}},
-		Status: v1.NodeClaimStatus{NodeName: "general-a", ProviderID: "kwok://general-a", Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110"),
-		}},
-	}
+	claim := registeredClaim("2")
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "general-a", Labels: map[string]string{v1.NodePoolLabelKey: "general", v1.LabelHostname: "general-a"}},
 		Spec:       corev1.NodeSpec{ProviderID: "kwok://general-a"},
@@ -101,12 +96,7 @@ func TestDisplacedPodThatFinishedIsForgotten(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	store := state.NewNominations()
 	c := New(nil, nil, store, func() {}, clk, DefaultOptions())
-	claim := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "general-a", Labels: map[string]string{v1.NodePoolLabelKey: "general"}},
-		Status: v1.NodeClaimStatus{NodeName: "general-a", ProviderID: "kwok://general-a", Allocatable: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110"),
-		}},
-	}
+	claim := registeredClaim("1")
 	// Two 500m pods planned onto the 1-cpu node; a pod of another burst took the room of one.
 	a0, a1 := displacedPod("a-0", "", "general-a"), displacedPod("a-1", "", "general-a")
 	b0 := displacedPod("b-0", "general-a", "")
@@ -123,5 +113,16 @@ func TestDisplacedPodThatFinishedIsForgotten(t *testing.T) {
 	}
 	if claimOf, _ := store.ClaimOf(a0.UID); claimOf != claim.Name {
 		t.Errorf("a-0 nominated to %q, want %s: it still fits beside b-0", claimOf, claim.Name)
+	}
+}
+
+// registeredClaim is NodeClaim general-a of pool general, registered as node general-a with cpu
+// allocatable (8Gi, 110 pods).
+func registeredClaim(cpu string) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "general-a", Labels: map[string]string{v1.NodePoolLabelKey: "general"}},
+		Status: v1.NodeClaimStatus{NodeName: "general-a", ProviderID: "kwok://general-a", Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("110"),
+		}},
 	}
 }
