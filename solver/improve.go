@@ -196,22 +196,21 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	if ci < 0 {
 		return false
 	}
-	var cheaper []int
-	cands := s.splitBuf.cands[:0]
+	// cheaper: the compatible types cheaper than the node's, by index (with their prices).
+	cheaper := s.splitBuf.cands[:0]
 	compat.each(func(i int) bool {
 		if pr, _ := p.types[i].price(n.zoneMask, n.ctMask); pr >= 0 && pr < cur {
-			cheaper = append(cheaper, i)
-			cands = append(cands, pairCand{i, pr})
+			cheaper = append(cheaper, pairCand{i, pr})
 		}
 		return true
 	})
-	s.splitBuf.cands = cands
+	s.splitBuf.cands = cheaper
 	if len(cheaper) == 0 {
 		return false
 	}
 	// Both parts of a split that pays are on types cheaper than the node's, so no split pays
 	// when the node's pods cost at least its price at those types' cheapest price per unit.
-	if splitFloor(n.used, cands, p) >= cur-1e-9 {
+	if splitFloor(n.used, cheaper, p) >= cur-1e-9 {
 		s.tally.splitsFloored++
 		return false
 	}
@@ -237,7 +236,7 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 		byClass = s.splitBuf.byClass(n, order)
 	}
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
-		t := p.types[cheaper[ti]]
+		t := p.types[cheaper[ti].i]
 		for _, sp := range s.splits(n, order, byClass, t.alloc) {
 			ca, ai := s.nodeCost(n, compat, sp.usedA)
 			cb, bi := s.nodeCost(n, compat, sp.usedB)
