@@ -13,18 +13,20 @@ import (
 //     stamped by another hash version is re-stamped, not drifted: see restamp);
 //   - RequirementsDrifted: a label of the node no longer satisfies the pool's requirements;
 //   - the cloud provider's reason (KWOK: ImageDrifted when the NodeClass image changed).
-func (c *Controller) driftReason(ctx context.Context, m *member) (string, error) {
+//
+// pools holds what the checks read of each pool, worked out once per pass.
+func (c *Controller) driftReason(ctx context.Context, m *member, pools poolFacts) (string, error) {
 	if !m.claim.IsTrue(v1.ConditionTypeLaunched) {
 		return "", nil
 	}
-	if templateDrifted(m) {
+	pool := pools.of(m.pool)
+	if templateDriftedFrom(m, pool.hash) {
 		return v1.DriftReasonNodePoolDrifted, nil
 	}
-	reqs, err := requirements.ForNodePool(m.pool)
-	if err != nil {
-		return "", fmt.Errorf("reading requirements of nodepool %s: %w", m.pool.Name, err)
+	if pool.err != nil {
+		return "", fmt.Errorf("reading requirements of nodepool %s: %w", m.pool.Name, pool.err)
 	}
-	for _, kr := range reqs {
+	for _, kr := range pool.reqs {
 		if kr.Key == v1.NodePoolLabelKey {
 			continue
 		}
@@ -47,9 +49,34 @@ func (c *Controller) driftReason(ctx context.Context, m *member) (string, error)
 // static drift check does: only a claim carrying both the hash and the current hash version is
 // judged. The pool's hash is computed, not read from its annotation (which the nodepool controller
 // stamps with the same value), so a template edit is seen without waiting for the stamp.
-func templateDrifted(m *member) bool {
+func templateDrifted(m *member) bool { return templateDriftedFrom(m, m.pool.Hash()) }
+
+// templateDriftedFrom is templateDrifted with the pool's hash already computed.
+func templateDriftedFrom(m *member, poolHash string) bool {
 	hash, ok := m.claim.Annotations[v1.NodePoolHashAnnotationKey]
-	return ok && m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion && hash != m.pool.Hash()
+	return ok && m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion && hash != poolHash
+}
+
+// poolFacts are what the drift checks read of each pool (its template hash and requirements), by
+// pool, each worked out once per pass instead of once per member: they were ~3.5 and ~8 KB
+// allocated per member and pass (hashstructure's walk, requirements.ForNodePool). The pools are the
+// pass's read (the cache's own objects, not modified), so a pool's facts do not change within it.
+type poolFacts map[*v1.NodePool]*poolFact
+
+type poolFact struct {
+	hash string
+	reqs requirements.Set
+	err  error
+}
+
+func (pf poolFacts) of(p *v1.NodePool) *poolFact {
+	if f, ok := pf[p]; ok {
+		return f
+	}
+	f := &poolFact{hash: p.Hash()}
+	f.reqs, f.err = requirements.ForNodePool(p)
+	pf[p] = f
+	return f
 }
 
 // needsRestamp: a claim without the current hash version gets the pool's hash stamped instead of

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -131,9 +132,65 @@ func (s memStatus) Create(context.Context, client.Object, client.Object, ...clie
 func (s memStatus) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
 	return s.m.write(obj)
 }
-func (s memStatus) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
+// Patch applies a merge patch to the stored object as the apiserver does and answers with the result
+// in obj (a status patch may send only the fields it writes); other patch types write obj whole.
+func (s memStatus) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
+	if patch.Type() != ktypes.MergePatchType {
+		return s.m.write(obj)
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return err
+	}
+	s.m.mu.Lock()
+	stored, ok := s.m.objs[s.m.kind(obj)][obj.GetNamespace()+"/"+obj.GetName()]
+	s.m.mu.Unlock()
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: s.m.kind(obj)}, obj.GetName())
+	}
+	var doc, p any
+	base, err := json.Marshal(stored)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(base, &doc); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	merged, err := json.Marshal(mergePatch(doc, p))
+	if err != nil {
+		return err
+	}
+	fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if err := json.Unmarshal(merged, fresh); err != nil {
+		return err
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(fresh).Elem())
 	return s.m.write(obj)
 }
+
+// mergePatch applies JSON merge patch p (RFC 7386) to doc.
+func mergePatch(doc, p any) any {
+	pm, ok := p.(map[string]any)
+	if !ok {
+		return p
+	}
+	dm, ok := doc.(map[string]any)
+	if !ok {
+		dm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(dm, k)
+		} else {
+			dm[k] = mergePatch(dm[k], v)
+		}
+	}
+	return dm
+}
+
 func (s memStatus) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {
 	return nil
 }
