@@ -23,6 +23,8 @@ const ownWritesTTL = time.Minute
 type ownWrites struct {
 	mu      sync.Mutex
 	written map[string]writtenClaim
+	// statuses are the status patches whose answers are not kept (see keepStatus in status.go).
+	statuses map[string]statusWrite
 	deleted map[string]time.Time
 	// writes counts every write through the loop's client, of any kind: a pass that made none need
 	// not read again what it read a moment ago.
@@ -39,7 +41,7 @@ type writtenClaim struct {
 }
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{written: map[string]writtenClaim{}, deleted: map[string]time.Time{}}
+	return &ownWrites{written: map[string]writtenClaim{}, deleted: map[string]time.Time{}, statuses: map[string]statusWrite{}}
 }
 
 func (w *ownWrites) wrote(obj client.Object) { w.record(obj, false) }

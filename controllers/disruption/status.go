@@ -33,6 +33,7 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 	var scratch v1.NodeClaim
 	consolidatableMsgs := map[string]string{} // by pool
 	pools := poolFacts{}
+	c.writes.forgetOldStatuses()
 	for _, m := range members {
 		if needsRestamp(m) {
 			errs = append(errs, c.restamp(ctx, m, pools.of(m.pool).hash))
@@ -51,10 +52,11 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 		condsChanged := observeConditions(&scratch, m.claim, reason, m.consolidatable, msg)
 		lastPodEvent := metav1.NewTime(m.lastPodEvent.Truncate(time.Second))
 		eventChanged := !lastPodEvent.Equal(&m.claim.Status.LastPodEventTime) && (condsChanged || c.lastPodEventDue(m, now))
-		if condsChanged || eventChanged {
+		if (condsChanged || eventChanged) && !c.writes.statusPending(m.claim) {
 			p := statusPatch{name: m.claim.Name}
 			if condsChanged {
 				p.conditions = slices.Clone(scratch.Status.Conditions)
+				p.keepAnswer = driftChanged(m.claim, &scratch)
 			}
 			if eventChanged {
 				p.lastPodEventTime = &lastPodEvent
@@ -129,6 +131,19 @@ type statusPatch struct {
 	name             string
 	conditions       []metav1.Condition
 	lastPodEventTime *metav1.Time
+	// keepAnswer: the patch changes what the rest of the pass reads (Drifted: decide), so its answer
+	// is laid over the cache until the cache shows it (ownWrites).
+	keepAnswer bool
+}
+
+// driftChanged reports whether observed's Drifted condition reads differently from stored's (decide
+// reads its status and reason).
+func driftChanged(stored, observed *v1.NodeClaim) bool {
+	a, b := stored.GetCondition(v1.ConditionTypeDrifted), observed.GetCondition(v1.ConditionTypeDrifted)
+	if a == nil || b == nil {
+		return (a == nil) != (b == nil)
+	}
+	return a.Status != b.Status || a.Reason != b.Reason
 }
 
 // data is the JSON merge patch: {"status":{"conditions":[…],"lastPodEventTime":…}} with the fields
@@ -170,8 +185,12 @@ func (c *Controller) patchStatuses(ctx context.Context, patches []statusPatch) e
 }
 
 // patchStatus sends one claim's status patch. The apiserver's answer is decoded into a claim of its
-// own (never into one sharing maps with the cache: decoding fills the maps it finds) and recorded as
-// this loop's write as it is, without the copy the recording client makes of what it is handed.
+// own (never into one sharing maps with the cache: decoding fills the maps it finds). Only an answer
+// the rest of the pass reads (keepAnswer) is laid over the cache, as it is, without the copy the
+// recording client makes of what it is handed; of any other only the resource version written is
+// remembered (keepStatus). In the settle window after a thousand nodes launched, a thousand
+// answers (~2.5 KB each) were held until the cache showed them, and nothing read them: the pass
+// recomputes Consolidatable and lastPodEventTime from what it observes.
 func (c *Controller) patchStatus(ctx context.Context, p statusPatch) error {
 	data, err := p.data()
 	if err != nil {
@@ -185,8 +204,56 @@ func (c *Controller) patchStatus(ctx context.Context, p statusPatch) error {
 	if err := kube.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, data)); err != nil {
 		return err
 	}
-	c.writes.keep(answer)
+	if p.keepAnswer {
+		c.writes.keep(answer)
+	} else {
+		c.writes.keepStatus(answer.Name, answer.ResourceVersion)
+	}
 	return nil
+}
+
+// statusWrite is a status patch whose answer was not kept: the resource version it wrote, and when.
+type statusWrite struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// keepStatus remembers that this loop patched the claim's status to resourceVersion, until the cache
+// shows it (statusPending).
+func (w *ownWrites) keepStatus(name, resourceVersion string) {
+	w.writes.Add(1)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.statuses[name] = statusWrite{resourceVersion: resourceVersion, at: time.Now()}
+}
+
+// statusPending reports whether a status patch this loop sent to the claim is not in the cache yet
+// (the cache lags behind it). The claim's status is then not written again from the stale copy:
+// the next pass that reads the written version decides afresh. It forgets a write the cache shows.
+func (w *ownWrites) statusPending(cached *v1.NodeClaim) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	sw, ok := w.statuses[cached.Name]
+	if !ok {
+		return false
+	}
+	if newer(sw.resourceVersion, cached.ResourceVersion) && time.Since(sw.at) <= ownWritesTTL {
+		return true
+	}
+	delete(w.statuses, cached.Name)
+	return false
+}
+
+// forgetOldStatuses drops the status writes older than ownWritesTTL (their claims went meanwhile,
+// or the cache never showed them).
+func (w *ownWrites) forgetOldStatuses() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, sw := range w.statuses {
+		if time.Since(sw.at) > ownWritesTTL {
+			delete(w.statuses, name)
+		}
+	}
 }
 
 // keep records a claim this loop wrote, as wrote does, but the claim itself rather than a copy: the
