@@ -191,9 +191,10 @@ func Build(c Cluster, opts Options) (*Snapshot, error) {
 		}
 		s.Input.Nodes = append(s.Input.Nodes, en)
 	}
+	var allocatables allocatableMemo
 	for _, nc := range claims {
 		if !hasNode[nc] {
-			s.Input.Nodes = append(s.Input.Nodes, inFlightNode(nc, instanceTypes[nc.Labels[v1.NodePoolLabelKey]], nominated[nc.Name]))
+			s.Input.Nodes = append(s.Input.Nodes, inFlightNode(nc, instanceTypes[nc.Labels[v1.NodePoolLabelKey]], nominated[nc.Name], &allocatables))
 		}
 	}
 	vx := newVolumeIndex(c)
