@@ -1,6 +1,7 @@
 package state
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -248,5 +249,41 @@ func TestRejectionGraceCountsFromTheLastRelease(t *testing.T) {
 	}
 	if !stalled(n, "p", t0.Add(3600*time.Millisecond), 2*time.Second) {
 		t.Error("p not stalled 2.1s after the last release")
+	}
+}
+
+// A nominee that bound within grace means the scheduler is still working: no pod is stalled, even
+// one whose claim was released long before.
+func TestNothingStallsWhileNomineesBind(t *testing.T) {
+	n := NewNominations()
+	t0 := time.Unix(100, 0)
+	n.Nominate("claim-a", "pod-1")
+	n.MarkReleased("claim-a", t0)
+	n.Nominate("claim-b", "pod-2")
+	n.Bound("pod-2", t0.Add(time.Minute))
+	if n.IsStalled("pod-1", t0.Add(time.Minute+time.Second), 2*time.Second) {
+		t.Error("pod-1 stalled although a nominee bound a second ago")
+	}
+	if !n.IsStalled("pod-1", t0.Add(time.Minute+2*time.Second), 2*time.Second) {
+		t.Error("pod-1 not stalled grace after the last bind")
+	}
+}
+
+// BenchmarkIsStalledWhileBinding is the stall watch's question for each of 20,000 pending pods while
+// nominees bind (a large scale-up): answered from the last bind's time, without the per-pod lookups.
+func BenchmarkIsStalledWhileBinding(b *testing.B) {
+	n := NewNominations()
+	now := time.Unix(1000, 0)
+	uids := make([]types.UID, 20000)
+	for i := range uids {
+		uids[i] = types.UID(fmt.Sprintf("pod-%05d", i))
+		claim := fmt.Sprintf("claim-%04d", i/10)
+		n.Nominate(claim, uids[i])
+		n.MarkReleased(claim, now.Add(-time.Minute))
+	}
+	n.Bound(uids[0], now)
+	b.ResetTimer()
+	for i := range b.N {
+		n.IsStalled(uids[i%len(uids)], now.Add(time.Second), 2*time.Second)
 	}
 }
