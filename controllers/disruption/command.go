@@ -171,7 +171,9 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 		c.record(ctx, cmd)
 	}
 	// Before the first eviction: the re-created pods bind only where the plan put them (steer.go).
-	errs := []error{c.markPlannedRemovals(ctx, cl, c.withSteering(cl, c.lastMarks, c.heldNodes(cl), c.liftMarks(cl, now)))}
+	steered, noRoom := c.withSteering(cl, c.lastMarks, c.heldNodes(cl), c.liftMarks(cl, now))
+	log.FromContext(ctx).V(1).Info("steering the evicted pods", "marked", len(steered), "lookAheadMarks", len(c.lastMarks), "noRoom", noRoom)
+	errs := []error{c.markPlannedRemovals(ctx, cl, steered)}
 	for _, t := range cmd.targets {
 		nc := claimNamed(cl, t.claim)
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupt", "Disrupting NodeClaim: %s", cmd.message)
