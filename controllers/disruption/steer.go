@@ -24,10 +24,13 @@ import (
 //   - the look-ahead's removals are marked on every pass (markable), except the nodes a command in
 //     flight holds (held: its destinations and replacements, the room an executing command reserved);
 //   - while an executing command of this process drains (and destinationGrace after its nodes are
-//     gone, as heldNodes), every other Joist node is marked too (steering): the pods it evicts can
-//     bind only on the nodes its re-simulation placed them on (reserved, so held) and on the nodes
-//     of other commands in flight. The marks are written right before its claims are deleted, so the
-//     first eviction already finds them; the pass after the drain puts the look-ahead's marks back;
+//     gone, as heldNodes), every other Joist node on which one of its evicted pods could bind is
+//     marked too (steering; disruptionpolicy.Room.CouldBind): the pods it evicts can bind only on
+//     the nodes its re-simulation placed them on (reserved, so held) and on the nodes of other
+//     commands in flight. A node without room for any of them is left alone: it receives none
+//     anyway, and each mark is a Node patch written and taken off around the drain. The marks are
+//     written right before its claims are deleted, so the first eviction already finds them; the
+//     pass after the drain puts the look-ahead's marks back;
 //   - all marks are lifted while a pod waits that no command evicted (a scale-up, a new workload),
 //     or an evicted one has waited longer than stuckPending: a NoSchedule mark must not keep a pod
 //     off room the cluster has, nor make the provisioner buy a node for it (liftMarks).
