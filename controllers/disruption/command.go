@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -171,7 +172,9 @@ func (c *Controller) advance(ctx context.Context, cl *cluster, cmd *command) (bo
 		c.record(ctx, cmd)
 	}
 	// Before the first eviction: the re-created pods bind only where the plan put them (steer.go).
-	errs := []error{c.markPlannedRemovals(ctx, cl, c.withSteering(cl, c.lastMarks, c.heldNodes(cl), c.liftMarks(cl, now)))}
+	steered, noRoom := c.withSteering(cl, c.lastMarks, c.heldNodes(cl), c.liftMarks(cl, now))
+	log.FromContext(ctx).V(1).Info("steering the evicted pods", "marked", len(steered), "lookAheadMarks", len(c.lastMarks), "noRoom", noRoom)
+	errs := []error{c.markPlannedRemovals(ctx, cl, steered)}
 	for _, t := range cmd.targets {
 		nc := claimNamed(cl, t.claim)
 		c.recorder.Eventf(nc, nil, corev1.EventTypeNormal, "DisruptionTerminating", "Disrupt", "Disrupting NodeClaim: %s", cmd.message)
@@ -288,12 +291,29 @@ func (c *Controller) setTaint(ctx context.Context, name string, on bool) error {
 	return c.setNodeTaint(ctx, name, v1.DisruptedNoScheduleTaint, on)
 }
 
-// setNodeTaint adds or removes the taint on the node.
+// setNodeTaint adds or removes the taint on the node. It reads the node from the cache, and once
+// more from the apiserver when the patch conflicts: the cache may not have seen this loop's own
+// write of a moment ago (the look-ahead's mark on the node a command of the same pass then taints;
+// the scale-down bench's new run 2 of session 18 lost its first command to that conflict).
 func (c *Controller) setNodeTaint(ctx context.Context, name string, taint corev1.Taint, on bool) error {
 	node := &corev1.Node{}
 	if err := c.kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	err := c.patchNodeTaint(ctx, node, taint, on)
+	if !apierrors.IsConflict(err) || c.apiReader == nil {
+		return err
+	}
+	node = &corev1.Node{}
+	if err := c.apiReader.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return c.patchNodeTaint(ctx, node, taint, on)
+}
+
+// patchNodeTaint patches the taint on or off the node as read, with an optimistic lock.
+func (c *Controller) patchNodeTaint(ctx context.Context, node *corev1.Node, taint corev1.Taint, on bool) error {
+	name := node.Name
 	if disruptionpolicy.HasTaint(node, taint) == on {
 		return nil
 	}

@@ -41,7 +41,9 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// Provisioning is under way (pods pending and claims launching): wait, or the plan would count
 	// on room the new pods are about to take.
 	lift := c.liftMarks(cl, now)
+	dbg := log.FromContext(ctx).V(1)
 	if cl.pending > 0 && cl.claimsInFlight > 0 {
+		dbg.Info("no new command: pods pending while claims launch", "pending", cl.pending, "claimsInFlight", cl.claimsInFlight)
 		if lift {
 			c.lastMarks = nil
 			return c.markPlannedRemovals(ctx, cl, nil) // their room must stay open (liftMarks)
@@ -52,6 +54,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	held := c.heldNodes(cl)
 	fp := c.fingerprint(cl, members, budgets, held)
 	if c.unchangedSinceIdle(fp) {
+		dbg.Info("no new command: nothing changed since the last idle pass")
 		return nil
 	}
 	start := c.clock.Now()
@@ -81,8 +84,10 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	var preferred, deferred, heldCands, fresh, freshHeld []solver.Candidate
 	freshClaims := c.freshReplacements(now)
 	eligible := map[string]int{}
+	notCandidates := map[string]string{}
 	for _, m := range members {
 		if !free(m) || !m.consolidatable || !inSnapshot[m.node.Name] {
+			notCandidates[m.node.Name] = fmt.Sprintf("blocked=%q consolidatable=%t inSnapshot=%t", m.blocked, m.consolidatable, inSnapshot[m.node.Name])
 			continue
 		}
 		cand := disruptionpolicy.Candidate(m.policyNode(), m.verdict)
@@ -130,7 +135,18 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	// replacements are there for their pods, and unmarked the kube-scheduler put the re-created pods
 	// on them (session 14's second bench run: 16 repeats from a big node deleted two commands later).
 	removals := la.removals
-	reordered, reorder := reorderedCommand(la.first, cin.Nodes, allowed, budgets)
+	// The replace run first moves the pods its node runs now, as any command does: taking a node
+	// whose pods were moved a moment ago, it must be worth a second move too (run later, the same
+	// replace saves the same and would be refused alike, so "it is replaced later anyway" does not
+	// hold for it).
+	reordered, noReorder := reorderedCommandWhy(la.first, cin.Nodes, allowed, budgets)
+	if noReorder == "" && !worthASecondMove(reordered, secondMoves, la.costBefore, minSavings) {
+		noReorder = fmt.Sprintf("not worth a second move: saves $%.4f/h, under %g of the cluster's $%.4f/h", reordered.SavingsPerHour, minSavings, la.costBefore)
+	}
+	reorder := noReorder == ""
+	dbg.Info("consolidation look-ahead", "steps", la.steps, "removals", sortedNames(la.removals), "afterFirst", sortedNames(la.afterFirst),
+		"reorder", noReorder, "preferred", candNames(preferred), "deferred", candNames(deferred), "held", candNames(heldCands),
+		"fresh", candNames(fresh), "freshHeld", candNames(freshHeld), "heldNodes", sortedNames(held), "notCandidates", notCandidates, "budgets", budgets)
 	if reorder && len(la.afterFirst) > 0 {
 		removals = maps.Clone(removals)
 		maps.Copy(removals, la.afterFirst)
@@ -140,7 +156,11 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 	}
 	marked := markable(removals, held, lift)
 	c.lastMarks = marked
-	markErr := c.markPlannedRemovals(ctx, cl, c.withSteering(cl, marked, held, lift))
+	steered, noRoom := c.withSteering(cl, marked, held, lift)
+	if len(steered) > len(marked) {
+		dbg.Info("steering the evicted pods", "marked", len(steered), "lookAheadMarks", len(marked), "noRoom", noRoom)
+	}
+	markErr := c.markPlannedRemovals(ctx, cl, steered)
 	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, marked)
 	in.Nodes = cin.Nodes
 	tries := sliceCandidates(preferred, deferred, removals)
@@ -202,18 +222,34 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		return markErr
 	}
 	for _, cmd := range plan.Commands {
-		if cmd.Reason == v1.DisruptionReasonUnderutilized && worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
+		if cmd.Reason != v1.DisruptionReasonUnderutilized {
+			continue
+		}
+		if worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
 			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
+		dbg.Info("command refused: not worth a second move", "list", 0, "nodeNames", cmd.Delete, "replacements", len(cmd.Replacements),
+			"savingsPerHour", cmd.SavingsPerHour, "threshold", minSavings*plan.CostBefore)
+	}
+	if len(tries) > 0 && len(plan.Commands) == 0 {
+		dbg.Info("no command from candidate list", "list", 0, "candidates", candNames(tries[0]), "costPerHour", plan.CostBefore)
 	}
 	// 4. The other candidate lists: the nodes hosting pods a command already moved
 	// (destinations.go), then the nodes the look-ahead keeps.
 	for i := 1; i < len(tries); i++ {
 		cin.Candidates = tries[i]
-		if plan = solver.Consolidate(cin); len(plan.Commands) > 0 && worthASecondMove(plan.Commands[0], secondMoves, plan.CostBefore, minSavings) {
-			return errors.Join(markErr, c.launch(ctx, cl, byNode, plan.Commands[0]))
+		plan = solver.Consolidate(cin)
+		if len(plan.Commands) == 0 {
+			dbg.Info("no command from candidate list", "list", i, "candidates", candNames(tries[i]), "costPerHour", plan.CostBefore)
+			continue
 		}
+		cmd := plan.Commands[0]
+		if worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
+			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
+		}
+		dbg.Info("command refused: not worth a second move", "list", i, "nodeNames", cmd.Delete, "replacements", len(cmd.Replacements),
+			"savingsPerHour", cmd.SavingsPerHour, "threshold", minSavings*plan.CostBefore)
 	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
 	if markErr != nil {
@@ -324,4 +360,25 @@ func (c *Controller) expire(ctx context.Context, cl *cluster, now time.Time) err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// candNames are the candidates' node names, for the debug log.
+func candNames(cands []solver.Candidate) []string {
+	out := make([]string, len(cands))
+	for i, cand := range cands {
+		out[i] = cand.Node
+	}
+	return out
+}
+
+// sortedNames are the set's names in order, for the debug log.
+func sortedNames(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for n, ok := range set {
+		if ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/solver"
@@ -36,6 +38,9 @@ type ownReservation struct {
 	drained []string
 	dests   map[string]bool
 	goneAt  time.Time
+	// evicted are the movable pods of its nodes when it executed: what steering keeps off the nodes
+	// the plan does not put them on (withSteering).
+	evicted []*corev1.Pod
 }
 
 // heldNodes are the nodes no command may take now: destinations of commands in flight (the nodes

@@ -419,3 +419,29 @@ func TestLoopMarksTheDeletesAfterTheReplaceRunFirst(t *testing.T) {
 		}
 	}
 }
+
+// The look-ahead's replace run first evicts the pods its node runs now; when they were moved there
+// a moment ago (replicas of a workload a command moved), it must be worth a second move like any
+// command taking such a node: run later, the same replace saves the same and would be refused, so
+// "it is replaced later anyway" does not hold. Every node here hosts a moved replica and the
+// threshold (20 % of the cluster's $/h) is above what replacing big saves (11 %) but below a small
+// node's delete (27 %): the loop deletes a small node. Without the check the reorder replaced big.
+func TestReplaceRunFirstMustBeWorthASecondMove(t *testing.T) {
+	ctx := context.Background()
+	kube, _ := reorderEnv(t)
+	clk := clocktesting.NewFakeClock(time.Now().Add(time.Minute))
+	opts := DefaultOptions()
+	opts.MinSavingsFraction = 0.2
+	c := New(kube, kube, noDrift{}, listSnapshot{kube}, nil, events.NewFakeRecorder(100), clk, opts)
+	c.moves.Record([]types.UID{"rs-app"}, time.Now().Add(-time.Minute))
+	if err := c.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.commands) != 1 {
+		t.Fatalf("want one command, got %d", len(c.commands))
+	}
+	cmd := c.commands[0]
+	if got := cmd.targets[0].node; got == "big" || len(cmd.plans) != 0 {
+		t.Errorf("first command: %s on %s, want a delete of a small node (replacing big saves 11 %% of the cluster, under the 20 %% a second move needs)", cmd.message, got)
+	}
+}

@@ -42,6 +42,13 @@ func (c *Controller) reserve(cl *cluster, cmd *command, placements []solver.Exis
 		for _, sl := range cmd.reserved {
 			r.dests[sl.Claim] = true
 		}
+		for _, t := range cmd.targets {
+			for _, p := range cl.podsByNode[t.node] {
+				if movable(p) && p.DeletionTimestamp.IsZero() {
+					r.evicted = append(r.evicted, p)
+				}
+			}
+		}
 		c.mu.Lock()
 		c.ownReserved[cmd.id()] = r
 		c.mu.Unlock()

@@ -1,9 +1,13 @@
 package disruption
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/joist-dev/joist/disruptionpolicy"
 	"github.com/joist-dev/joist/podkind"
@@ -20,10 +24,13 @@ import (
 //   - the look-ahead's removals are marked on every pass (markable), except the nodes a command in
 //     flight holds (held: its destinations and replacements, the room an executing command reserved);
 //   - while an executing command of this process drains (and destinationGrace after its nodes are
-//     gone, as heldNodes), every other Joist node is marked too (steering): the pods it evicts can
-//     bind only on the nodes its re-simulation placed them on (reserved, so held) and on the nodes
-//     of other commands in flight. The marks are written right before its claims are deleted, so the
-//     first eviction already finds them; the pass after the drain puts the look-ahead's marks back;
+//     gone, as heldNodes), every other Joist node on which one of its evicted pods could bind is
+//     marked too (steering; disruptionpolicy.Room.CouldBind): the pods it evicts can bind only on
+//     the nodes its re-simulation placed them on (reserved, so held) and on the nodes of other
+//     commands in flight. A node without room for any of them is left alone: it receives none
+//     anyway, and each mark is a Node patch written and taken off around the drain. The marks are
+//     written right before its claims are deleted, so the first eviction already finds them; the
+//     pass after the drain puts the look-ahead's marks back;
 //   - all marks are lifted while a pod waits that no command evicted (a scale-up, a new workload),
 //     or an evicted one has waited longer than stuckPending: a NoSchedule mark must not keep a pod
 //     off room the cluster has, nor make the provisioner buy a node for it (liftMarks).
@@ -38,10 +45,6 @@ import (
 // evicts, the workload controller re-creates, the kube-scheduler binds within seconds when the
 // planned room is there. Longer means it is not (the scheduler put another pod in it).
 const stuckPending = 5 * time.Second
-
-// steerMaxNodes bounds the nodes steering marks: each mark is a Node patch, written and taken off
-// again around every drain; above it only the look-ahead's removals are marked.
-const steerMaxNodes = 100
 
 // markable are the look-ahead's removals a pass marks: not the nodes held by a command in flight,
 // and none at all when the marks are lifted (liftMarks).
@@ -59,41 +62,65 @@ func markable(removals, held map[string]bool, lift bool) map[string]bool {
 }
 
 // withSteering is marked plus, while one of this process's executing commands drains (steering),
-// every Joist node that is not held, not being disrupted and not tainted disrupted; marked alone
-// when not steering, when the marks are lifted, or when steering would mark more than steerMaxNodes.
-func (c *Controller) withSteering(cl *cluster, marked, held map[string]bool, lift bool) map[string]bool {
-	if lift || !c.steering() {
-		return marked
+// every Joist node that is not held, not being disrupted nor tainted disrupted, and on which one of
+// the pods those commands evict could bind (disruptionpolicy.Room.CouldBind: taints, node
+// affinity, room left); marked alone when not steering or when the marks are lifted. A node with no
+// room for any evicted pod receives none, marked or not, so the marks steering writes (a Node patch
+// each, written and taken off around every drain) are bounded by the nodes the evicted pods could
+// otherwise land on, not by a size switch. Room that frees during the drain is marked on the next
+// pass (every drainPoll while it drains). It also returns how many nodes it left unmarked for lack
+// of room, for the debug log.
+func (c *Controller) withSteering(cl *cluster, marked, held map[string]bool, lift bool) (map[string]bool, int) {
+	if lift {
+		return marked, 0
 	}
-	out := map[string]bool{}
-	for n := range marked {
-		out[n] = true
+	evicted := c.steeredPods()
+	if len(evicted) == 0 {
+		return marked, 0
 	}
+	out := make(map[string]bool, len(marked))
+	maps.Copy(out, marked)
+	noRoom := 0
 	for _, nc := range cl.claims {
 		node := cl.nodes[nc.Status.NodeName]
-		if node == nil || held[node.Name] || !node.DeletionTimestamp.IsZero() || !nc.DeletionTimestamp.IsZero() || disruptionpolicy.HasDisruptedTaint(node) {
+		if node == nil || out[node.Name] || held[node.Name] || !node.DeletionTimestamp.IsZero() || !nc.DeletionTimestamp.IsZero() || disruptionpolicy.HasDisruptedTaint(node) {
+			continue
+		}
+		room := disruptionpolicy.RoomOn(node, cl.podsByNode[node.Name])
+		if !slices.ContainsFunc(evicted, room.CouldBind) {
+			noRoom++
 			continue
 		}
 		out[node.Name] = true
 	}
-	if len(out) > steerMaxNodes {
-		return marked
-	}
-	return out
+	return out, noRoom
 }
 
-// steering reports whether one of this process's executing commands drains, or its nodes went less
-// than destinationGrace ago (the state heldNodes last updated).
-func (c *Controller) steering() bool {
+// steeredPods are the pods, one per workload (they share a template), of this process's executing
+// commands that drain, or whose nodes went less than destinationGrace ago (the state heldNodes last
+// updated); none when not steering.
+func (c *Controller) steeredPods() []*corev1.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock.Now()
+	var out []*corev1.Pod
+	seen := map[types.UID]bool{}
 	for _, r := range c.ownReserved {
-		if r.goneAt.IsZero() || now.Sub(r.goneAt) < destinationGrace {
-			return true
+		if !r.goneAt.IsZero() && now.Sub(r.goneAt) >= destinationGrace {
+			continue
+		}
+		for _, p := range r.evicted {
+			key := p.UID
+			if ref := metav1.GetControllerOf(p); ref != nil {
+				key = ref.UID
+			}
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, p)
+			}
 		}
 	}
-	return false
+	return out
 }
 
 // liftMarks reports whether a pod waits that no command evicted (a scale-up, a new workload), or an

@@ -2,12 +2,14 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -165,5 +167,105 @@ func TestForeignPendingPodLiftsTheMarks(t *testing.T) {
 	}
 	if disruptionpolicy.HasTaint(node, disruptionpolicy.LegacyPlannedRemovalTaint) {
 		t.Error("the PreferNoSchedule mark of earlier releases was left on " + dest)
+	}
+}
+
+// Steering marks every node an evicted pod could bind on, however many (150 here: the size switch
+// steerMaxNodes = 100 left all of them unmarked), and only those: a node whose room left cannot
+// take any evicted pod receives none, so it is not patched (before, every node was marked). Held
+// nodes (the plan's destinations) stay open as before.
+func TestSteeringMarksOnlyTheNodesAnEvictedPodCouldBindOn(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(nil, nil, nil, nil, nil, nil, clk, DefaultOptions())
+	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptrTrue()}
+	pod := func(name, node, cpu string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+	}
+	cl := &cluster{nodes: map[string]*corev1.Node{}, podsByNode: map[string][]*corev1.Pod{}}
+	addNode := func(name string, bound ...*corev1.Pod) {
+		cl.nodes[name] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}}}
+		cl.claims = append(cl.claims, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeClaimStatus{NodeName: name}})
+		cl.podsByNode[name] = bound
+	}
+	const roomy = 150
+	for i := range roomy {
+		addNode(fmt.Sprintf("roomy-%03d", i))
+	}
+	addNode("full", pod("filler", "full", "3500m"))
+	addNode("dest")
+	c.ownReserved["cmd"] = &ownReservation{drained: []string{"drained"}, evicted: []*corev1.Pod{pod("web-1", "drained", "1"), pod("web-2", "drained", "1")}}
+	out, noRoom := c.withSteering(cl, map[string]bool{"later": true}, map[string]bool{"dest": true}, false)
+	marked := 0
+	for i := range roomy {
+		if out[fmt.Sprintf("roomy-%03d", i)] {
+			marked++
+		}
+	}
+	if marked != roomy {
+		t.Errorf("%d of the %d nodes with room for the evicted pods marked, want all", marked, roomy)
+	}
+	if out["full"] || noRoom != 1 {
+		t.Errorf("the node without room for an evicted pod: marked %t (noRoom %d), want unmarked and counted", out["full"], noRoom)
+	}
+	if out["dest"] || !out["later"] {
+		t.Errorf("held destination marked %t, look-ahead mark kept %t", out["dest"], out["later"])
+	}
+	// The drain is over and destinationGrace has passed: the look-ahead's marks alone.
+	c.ownReserved["cmd"].goneAt = clk.Now()
+	clk.Step(destinationGrace)
+	if out, _ := c.withSteering(cl, map[string]bool{"later": true}, nil, false); len(out) != 1 {
+		t.Errorf("%d nodes marked after the drain and its grace, want the look-ahead's 1", len(out))
+	}
+}
+
+// staleNodes answers Get of a node with the copy it holds, as a cache that has not seen the last
+// write yet.
+type staleNodes struct {
+	client.Client
+	stale map[string]*corev1.Node
+}
+
+func (s staleNodes) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if n, ok := obj.(*corev1.Node); ok && s.stale[key.Name] != nil {
+		s.stale[key.Name].DeepCopyInto(n)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// The look-ahead marks a node and the same pass's command taints it: the cache may not have seen
+// the mark yet, and the optimistic-lock patch made from it conflicts. setNodeTaint reads the node
+// again from the apiserver and patches once more (the scale-down bench lost a command to it:
+// "tainting failed"). Without the retry the taint is not set and the error is returned.
+func TestTaintRetriesAConflictFromAStaleCache(t *testing.T) {
+	e := env.New(t, env.Options{})
+	ctx := context.Background()
+	kube := e.Client
+	np := resimPool("0s", "100%")
+	create(t, kube, np)
+	resimNode(t, kube, np, "node-a")
+	node := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "node-a"}, node); err != nil {
+		t.Fatal(err)
+	}
+	stale := node.DeepCopy()
+	stored := node.DeepCopy()
+	node.Spec.Taints = append(node.Spec.Taints, disruptionpolicy.PlannedRemovalTaint)
+	if err := kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(staleNodes{Client: kube, stale: map[string]*corev1.Node{"node-a": stale}}, kube, noDrift{}, listSnapshot{kube}, nil, nil, clk, DefaultOptions())
+	if err := c.setTaint(ctx, "node-a", true); err != nil {
+		t.Fatalf("tainting a node the cache holds a stale copy of: %v", err)
+	}
+	if err := kube.Get(ctx, client.ObjectKey{Name: "node-a"}, node); err != nil {
+		t.Fatal(err)
+	}
+	if !disruptionpolicy.HasDisruptedTaint(node) || !disruptionpolicy.HasTaint(node, disruptionpolicy.PlannedRemovalTaint) {
+		t.Errorf("taints %v, want karpenter.sh/disrupted added and the planned-removal mark kept", node.Spec.Taints)
 	}
 }
