@@ -65,11 +65,17 @@ type pattern struct {
 	kind   int
 	counts map[int]int
 	keys   []int // counts' items, sorted
+	vals   []int // counts[keys[i]]: the LP's re-solves read the counts in keys' order
 	price  float64
 }
 
 func newPattern(kind int, counts map[int]int, price float64) pattern {
-	return pattern{kind: kind, counts: counts, keys: sortedKeys(counts), price: price}
+	keys := sortedKeys(counts)
+	vals := make([]int, len(keys))
+	for i, g := range keys {
+		vals[i] = counts[g]
+	}
+	return pattern{kind: kind, counts: counts, keys: keys, vals: vals, price: price}
 }
 
 type patternLP struct {
@@ -515,8 +521,8 @@ func (lp *patternLP) solve() (pi, x []float64) {
 	for j, pt := range lp.pats {
 		c := sparseCol{cost: pt.price}
 		start := len(rowBuf)
-		for _, gi := range pt.keys {
-			if v := min(pt.counts[gi], lp.need[gi]); v > 0 {
+		for i, gi := range pt.keys {
+			if v := min(pt.vals[i], lp.need[gi]); v > 0 {
 				rowBuf = append(rowBuf, rowOf[gi])
 				valBuf = append(valBuf, float64(v))
 			}
