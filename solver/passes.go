@@ -53,6 +53,9 @@ type workTally struct {
 	// rebalance: pairs re-split (priced), and pairs passed over because an earlier call had
 	// priced the same two contents without gain (passMemo.pairFailed)
 	pairsPriced, pairsKnown, pairsFloored, splitsFloored int
+	// rebalance: re-splits priced cheaper that applyPair undid (the reshaped nodes did not cost
+	// less), and those it kept
+	pairsUndone, pairsKept int
 	// asgReused: assignment LPs for the bound that took the duals of the LPs lpPack had solved
 	// over the same groups and offerings (reusedDuals) instead of being solved
 	asgReused int
