@@ -262,14 +262,25 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 			}
 		}
 		xb[leave] /= ap
+		// A pivot row of mostly nonzeros (the pattern LP's are) is applied densely: the zeros
+		// subtract ±0, which leaves every entry as it was (at most a zero's sign flips, which
+		// nothing reads), and the loop runs without the index list's loads.
+		dense := 2*len(nz) > m
 		for i := 0; i < m; i++ {
 			if i == leave || alpha[i] == 0 {
 				continue
 			}
 			f := alpha[i]
 			row := binv[i*m : i*m+m]
-			for _, k := range nz {
-				row[k] -= f * pr[k]
+			if dense {
+				row = row[:len(pr)]
+				for k, v := range pr {
+					row[k] -= f * v
+				}
+			} else {
+				for _, k := range nz {
+					row[k] -= f * pr[k]
+				}
 			}
 			xb[i] -= f * xb[leave]
 			if xb[i] < 0 && xb[i] > -1e-9 {
