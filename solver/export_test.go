@@ -19,3 +19,16 @@ func FloorCounts(in Input) (splits, pairs, priced int) {
 	s.rebalance(memo)
 	return s.tally.splitsFloored, s.tally.pairsFloored, s.tally.pairsPriced
 }
+
+// AssignmentBounds is in's assignment bound after greedy placement (no LP-started repack has run,
+// so no LP is reused): byBlocks as the bound solves it (pool by pool when its LP is
+// block-diagonal; blocks counts those solves) and whole with its LP solved in one piece.
+func AssignmentBounds(in Input) (byBlocks float64, blocks int, whole float64) {
+	s := placed(in, false)
+	_, w := s.resourceBound()
+	byBlocks, blocks = s.assignmentBound(w), s.tally.asgBlocks
+	s = placed(in, false)
+	s.wholeLP = true
+	_, w = s.resourceBound()
+	return byBlocks, blocks, s.assignmentBound(w)
+}

@@ -66,9 +66,13 @@ func (s *solver) assignmentBound(w []float64) float64 {
 	// The LP-started repack has usually solved this very LP already, pool by pool (reusedDuals);
 	// its duals are then optimal here too and it is not solved again.
 	groupDuals, ok := s.reusedDuals(groups, cols, lpCols)
-	if ok {
+	switch {
+	case ok:
 		s.tally.asgReused++
-	} else {
+	default:
+		if groupDuals, ok = s.solveBlocks(groups, cols, lpCols, rows); ok && !s.wholeLP {
+			break
+		}
 		groupDuals = s.solveAssignment(groups, cols, lpCols, rows).pi[:len(groups)]
 	}
 	// Columns left out copy their dominator's prices, or else take the LP column's prices that
@@ -88,6 +92,90 @@ func (s *solver) assignmentBound(w []float64) float64 {
 		}
 	}
 	return s.evalAssignment(groups, cols, colIdx, w)
+}
+
+// solveBlocks solves the bound's LP pool by pool when it is block-diagonal by pool (every
+// group's LP columns lie in one pool): each block is an LP of its own, the LP's optimum is the
+// sum of theirs and their duals together are optimal for it. A block the LP-started repack has
+// solved already (reusedDuals) is not solved again; the others are solved alone, each smaller
+// than the whole (the simplex's pivot costs about m², so splitting pays even where nothing is
+// reused). It sets the LP columns' resource prices and returns each group's dual; ok is false
+// (nothing set) when the LP is not block-diagonal or has one block.
+func (s *solver) solveBlocks(groups []*asgGroup, cols []*asgCol, lpCols []int, rows []int) (duals []float64, ok bool) {
+	if s.wholeLP {
+		return nil, false
+	}
+	poolOf := make([]*pool, len(groups))
+	for _, ci := range lpCols {
+		c := cols[ci]
+		bad := false
+		c.usable.each(func(gi int) bool {
+			if poolOf[gi] != nil && poolOf[gi] != c.p {
+				bad = true
+				return false
+			}
+			poolOf[gi] = c.p
+			return true
+		})
+		if bad {
+			return nil, false
+		}
+	}
+	var order []*pool
+	members := map[*pool][]int{}
+	for gi, p := range poolOf {
+		if p == nil {
+			return nil, false
+		}
+		if members[p] == nil {
+			order = append(order, p)
+		}
+		members[p] = append(members[p], gi)
+	}
+	if len(order) < 2 {
+		return nil, false
+	}
+	duals = make([]float64, len(groups))
+	for _, p := range order {
+		gs := members[p]
+		local := make([]int, len(groups))
+		sub := make([]*asgGroup, len(gs))
+		for li, gi := range gs {
+			local[gi], sub[li] = li, groups[gi]
+		}
+		var orig []int
+		var bcols []*asgCol
+		for _, ci := range lpCols {
+			c := cols[ci]
+			if c.p != p {
+				continue
+			}
+			bc := *c
+			bc.v, bc.dom = nil, -1
+			bc.usable = newBitset(len(sub))
+			c.usable.each(func(gi int) bool { bc.usable.set(local[gi]); return true })
+			orig, bcols = append(orig, ci), append(bcols, &bc)
+		}
+		all := make([]int, len(bcols))
+		for i := range all {
+			all[i] = i
+		}
+		d, reused := s.reusedDuals(sub, bcols, all)
+		if reused {
+			s.tally.asgBlocksReused++
+		} else {
+			d = s.solveAssignment(sub, bcols, all, rows).pi[:len(sub)]
+			s.tally.asgBlocksSolved++
+		}
+		for li, gi := range gs {
+			duals[gi] = d[li]
+		}
+		for i, ci := range orig {
+			cols[ci].v = bcols[i].v
+		}
+	}
+	s.tally.asgBlocks++
+	return duals, true
 }
 
 // asgGroups collects the demand placed on new nodes by (usable offerings, request).

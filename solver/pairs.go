@@ -153,8 +153,13 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 	cur := s.nodePrice(a) + s.nodePrice(b)
 	// both is scratch (pairBuf): applyPair copies its pods out, nothing keeps it.
 	both := &s.pairBuf.both
+	// Its used is the two nodes' together: the balanced fill's part B is what part A leaves of
+	// it (until session 18 it was left zero, so every balanced re-split's part B was priced as
+	// holding nothing — the cheapest type — and the re-split was undone by applyPair).
+	used := a.used.clone()
+	used.add(b.used)
 	*both = node{pool: p, pods: append(append(both.pods[:0], a.pods...), b.pods...),
-		cls: append(append(both.cls[:0], a.cls...), b.cls...)}
+		cls: append(append(both.cls[:0], a.cls...), b.cls...), used: used}
 	compat := p.all
 	zm, cm := p.zoneMask, p.ctMask
 	reqs := p.reqs
@@ -200,8 +205,6 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 		}
 		return -1
 	}
-	used := a.used.clone()
-	used.add(b.used)
 	if c1 := costOf(used); c1 >= 0 && c1 < cur*(1-1e-9) {
 		return s.applyPair(a, b, both, nil, cur, zone)
 	}
@@ -321,8 +324,10 @@ func (s *solver) applyPair(a, b, both *node, inA []bool, cur float64, zone int) 
 	}
 	if after >= cur*(1-1e-9) {
 		*a, *b = oldA, oldB
+		s.tally.pairsUndone++
 		return false
 	}
+	s.tally.pairsKept++
 	own(a, pb.usedA)
 	own(b, pb.usedB)
 	return true

@@ -58,3 +58,35 @@ func TestRebalanceDoesNotRepriceFailedPairs(t *testing.T) {
 	}
 	t.Logf("pairs priced per call %v, %d passed over; pricing them again: %v", priced, known, pricedAgain)
 }
+
+// TestRebalancePricesTheSplitItApplies: a re-split rebalancePair prices cheaper than the pair is
+// what applyPair's reshape gets, so it is kept — the balanced fill's part B is what part A leaves
+// of the pair's pods. (Until session 18 the pair's merged node had no used vector, every balanced
+// re-split's part B was priced as empty, and applyPair undid all of them.)
+func TestRebalancePricesTheSplitItApplies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 21))
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "test", Kind: "TestNodeClass", Name: "default"}
+	in := Input{NodePools: []NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}}
+	for i := range 120 {
+		in.Pods = append(in.Pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%03d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(100+rng.IntN(12)*250), resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(int64(256+rng.IntN(12)*512)<<20, resource.BinarySI),
+			}}}}},
+		})
+	}
+	s := placed(in, false)
+	memo := newPassMemo(s.classes)
+	s.improve(memo)
+	before := s.planCost()
+	s.rebalance(memo)
+	if s.tally.pairsPriced == 0 {
+		t.Fatalf("rebalance priced no pair: the test proves nothing")
+	}
+	if s.tally.pairsUndone != 0 {
+		t.Fatalf("%d re-splits priced cheaper were undone by the reshape (%d kept, %d pairs priced)", s.tally.pairsUndone, s.tally.pairsKept, s.tally.pairsPriced)
+	}
+	t.Logf("%d pairs priced, %d re-splits kept; $%.4f/h → $%.4f/h", s.tally.pairsPriced, s.tally.pairsKept, before, s.planCost())
+}

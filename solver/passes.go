@@ -53,9 +53,15 @@ type workTally struct {
 	// rebalance: pairs re-split (priced), and pairs passed over because an earlier call had
 	// priced the same two contents without gain (passMemo.pairFailed)
 	pairsPriced, pairsKnown, pairsFloored, splitsFloored int
+	// rebalance: re-splits priced cheaper that applyPair undid (the reshaped nodes did not cost
+	// less), and those it kept
+	pairsUndone, pairsKept int
 	// asgReused: assignment LPs for the bound that took the duals of the LPs lpPack had solved
 	// over the same groups and offerings (reusedDuals) instead of being solved
 	asgReused int
+	// asgBlocks: bounds whose LP was solved pool by pool (solveBlocks), and its blocks that took
+	// the LP-started repack's duals or were solved
+	asgBlocks, asgBlocksReused, asgBlocksSolved int
 }
 
 // passes records the pass reports of one solve.
@@ -102,6 +108,10 @@ func (ps *passes) run(name string, budget float64, f func()) {
 	}
 	if n := d.asgReused - tally.asgReused; n > 0 {
 		r.Note = "assignment LP not solved again: the LP-started repack had solved the same LP (same pod groups and offerings, pool by pool); its duals are used"
+	}
+	if n := d.asgBlocks - tally.asgBlocks; n > 0 {
+		re, so := d.asgBlocksReused-tally.asgBlocksReused, d.asgBlocksSolved-tally.asgBlocksSolved
+		r.Note = fmt.Sprintf("assignment LP solved pool by pool (block-diagonal): %d of %d blocks the LP-started repack had solved (its duals used), %d solved", re, re+so, so)
 	}
 	if len(short) > 0 {
 		r.CutShort = true

@@ -236,3 +236,62 @@ func TestDominatedKindsShareTheProof(t *testing.T) {
 	}
 	t.Logf("%d knapsacks skipped, %d patterns added over 40 LPs × 3 rounds", skipped, pats)
 }
+
+// TestBasicKindsSkipTheBound: a kind with a column in the basis is not given the Lagrangian
+// bound (that column is a fill worth its price, so no bound proves it out); the columns column
+// generation adds are the same as trying the bound on every kind, on random pattern LPs.
+func TestBasicKindsSkipTheBound(t *testing.T) {
+	skipped := 0
+	for seed := range uint64(40) {
+		build := func() *patternLP {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			const items = 10
+			lp := &patternLP{s: &solver{d: &dims{names: make([]corev1.ResourceName, 2)}}, p: &pool{}, need: make([]int, items), rows: []int{0, 1}, seen: map[string]bool{}}
+			for g := range items {
+				lp.items = append(lp.items, &item{c: &class{req: resVec{int64(250 * (1 + rng.IntN(8))), int64(512 * (1 + rng.IntN(16)))}}})
+				lp.need[g] = 1 + rng.IntN(40)
+			}
+			for ti := range 16 {
+				size := int64(1 << rng.IntN(5))
+				alloc := resVec{2000 * size, 4096 * size * int64(1+rng.IntN(3))}
+				lp.p.types = append(lp.p.types, &itype{alloc: alloc})
+				k := patKind{t: ti, price: 0.05 * float64(size) * (1 + rng.Float64()), zone: -1}
+				mask := make([]bool, items)
+				for g := range items {
+					if lessEq(lp.items[g].c.req, alloc) {
+						k.ok, mask[g] = append(k.ok, g), true
+					}
+				}
+				if len(k.ok) == 0 {
+					continue
+				}
+				k.id = len(lp.kinds)
+				lp.kinds, lp.okMask = append(lp.kinds, k), append(lp.okMask, mask)
+			}
+			lp.dominatedKinds()
+			lp.seedColumns()
+			return lp
+		}
+		all, skip := build(), build()
+		all.allBounds = true
+		_, xa := all.generate(-1)
+		_, xs := skip.generate(-1)
+		if len(all.pats) != len(skip.pats) {
+			t.Fatalf("seed %d: %d patterns with every bound, %d skipping basic kinds'", seed, len(all.pats), len(skip.pats))
+		}
+		for i := range all.pats {
+			a, b := all.pats[i], skip.pats[i]
+			if a.kind != b.kind || !slices.Equal(a.keys, b.keys) || !slices.Equal(a.vals, b.vals) || xa[i] != xs[i] {
+				t.Fatalf("seed %d: pattern %d differs: %+v (x %v) vs %+v (x %v)", seed, i, a, xa[i], b, xs[i])
+			}
+		}
+		if all.basicSkipped != 0 {
+			t.Fatalf("seed %d: %d bounds skipped with allBounds set", seed, all.basicSkipped)
+		}
+		skipped += skip.basicSkipped
+	}
+	if skipped == 0 {
+		t.Fatalf("no kind had its bound skipped: the test proves nothing")
+	}
+	t.Logf("%d bounds not tried on basic kinds", skipped)
+}

@@ -2,6 +2,7 @@ package solver
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -63,6 +64,55 @@ func TestDiveReSolvesStartFromTheLastBasis(t *testing.T) {
 		}
 		if warmCost > 1.02*coldCost {
 			t.Errorf("seed %d: dive cost %.3f from the last basis, %.3f cold", seed, warmCost, coldCost)
+		}
+	}
+}
+
+// Patterns that differ only in counts above the residual need are the same column of the LP;
+// the simplex leaves the copies out of its pricing (markCopies) and the dive makes the same
+// pivots and buys the same patterns — of the same kinds, though each copy here is of another
+// kind at the same price — pricing fewer columns.
+func TestCopiedColumnsAreNotPriced(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		dive := func(keep bool) (out []pattern, pivots, priced, copies int) {
+			lp := warmTestLP(30, 300, seed)
+			lp.kinds = []patKind{{price: 1}, {price: 1}}
+			rng := rand.New(rand.NewPCG(seed, 2))
+			for j, n := 0, len(lp.pats); j < n; j++ {
+				if rng.IntN(3) != 0 {
+					continue
+				}
+				pt := lp.pats[j]
+				counts := map[int]int{}
+				for g, c := range pt.counts {
+					counts[g] = c
+				}
+				g := pt.keys[rng.IntN(len(pt.keys))]
+				counts[g] = max(counts[g], lp.need[g]) + 1 + rng.IntN(20) // the same once clipped where counts[g] ≥ need
+				lp.pats = append(lp.pats, newPattern(1, counts, pt.price))
+			}
+			lp.keepCopies = keep
+			out = lp.dive()
+			return out, lp.pivots, lp.sbuf.spx.priced, lp.copyCols
+		}
+		keptOut, keptPivots, keptPriced, _ := dive(true)
+		out, pivots, priced, copies := dive(false)
+		if len(out) != len(keptOut) {
+			t.Fatalf("seed %d: %d patterns bought, %d pricing every copy", seed, len(out), len(keptOut))
+		}
+		for i := range out {
+			if out[i].kind != keptOut[i].kind || !slices.Equal(out[i].keys, keptOut[i].keys) || !slices.Equal(out[i].vals, keptOut[i].vals) {
+				t.Fatalf("seed %d: pattern %d is %v of kind %d, %v of kind %d pricing every copy", seed, i, out[i].counts, out[i].kind, keptOut[i].counts, keptOut[i].kind)
+			}
+		}
+		if pivots != keptPivots {
+			t.Errorf("seed %d: %d pivots, %d pricing every copy", seed, pivots, keptPivots)
+		}
+		if copies == 0 || priced >= keptPriced {
+			t.Errorf("seed %d: %d copies left out, %d column pricings vs %d pricing every copy", seed, copies, priced, keptPriced)
+		}
+		if seed == 1 {
+			t.Logf("seed %d: %d patterns, %d pivots; %d copies left out; %d column pricings vs %d", seed, len(out), pivots, copies, priced, keptPriced)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 )
 
 type solver struct {
+	// wholeLP: solve the bound's assignment LP in one piece, never pool by pool (tests compare)
+	wholeLP    bool
 	in         Input
 	d          *dims
 	zones      []string

@@ -55,6 +55,14 @@ type simplexScratch struct {
 	// compare the two)
 	priced     int
 	alwaysFull bool
+	// copies[j] (nil: none): column j is a copy of an earlier column (the same cost and
+	// entries, in the same order). It prices to the same reduced cost as that column, bit for
+	// bit: while the first is nonbasic both rules take it before the copy (Dantzig's only
+	// replaces the best on a strictly lower cost, Bland's takes the first), and while the first
+	// (or another copy) is basic the copy prices to zero up to rounding, far above −eps. So a
+	// copy never enters and the sweeps leave it out; the pivots are the same. off[j]: j is basic
+	// or a copy (not priced)
+	copies, off []bool
 }
 
 // transpose lists, per row, the columns with an entry in it (rowCols[rowStart[r]:rowStart[r+1]]),
@@ -91,6 +99,13 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 	for _, j := range basis {
 		isBasic[j] = true
 	}
+	off := slices.Grow(sc.off[:0], n)[:n]
+	copy(off, isBasic)
+	if sc.copies != nil {
+		for j, c := range sc.copies[:n] {
+			off[j] = off[j] || c
+		}
+	}
 	// The pricing loop below scans every column at every pivot; it reads them from one flat
 	// copy (costs, and the entries of column j at start[j]:start[j+1]) rather than through each
 	// column's two slice headers.
@@ -121,7 +136,7 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 	var rowStart, rowCols []int32 // the transpose, built the first time it pays
 	defer func() {
 		sc.isBasic, sc.cost, sc.start, sc.ents, sc.alpha, sc.nz = isBasic, cost, start, ents, alpha, nz
-		sc.dj, sc.stamp = dj, stamp
+		sc.dj, sc.stamp, sc.off = dj, stamp, off
 		if rowCols != nil {
 			sc.rowStart, sc.rowCols = rowStart, rowCols
 		}
@@ -155,7 +170,7 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 			// kept; a Bland's-rule sweep that stops early leaves the rest stale, so the next
 			// pivot prices every column again.
 			priced := 0
-			for j, basic := range isBasic {
+			for j, basic := range off {
 				if basic {
 					continue
 				}
@@ -180,7 +195,7 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 				for _, j := range rowCols[rowStart[k]:rowStart[k+1]] {
 					if stamp[j] != mark {
 						stamp[j] = mark
-						if !isBasic[j] {
+						if !off[j] {
 							price(int(j))
 						}
 					}
@@ -189,7 +204,7 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 			if left >= 0 && stamp[left] != mark {
 				price(left)
 			}
-			for j, basic := range isBasic {
+			for j, basic := range off {
 				if basic {
 					continue
 				}
@@ -247,14 +262,25 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 			}
 		}
 		xb[leave] /= ap
+		// A pivot row of mostly nonzeros (the pattern LP's are) is applied densely: the zeros
+		// subtract ±0, which leaves every entry as it was (at most a zero's sign flips, which
+		// nothing reads), and the loop runs without the index list's loads.
+		dense := 2*len(nz) > m
 		for i := 0; i < m; i++ {
 			if i == leave || alpha[i] == 0 {
 				continue
 			}
 			f := alpha[i]
 			row := binv[i*m : i*m+m]
-			for _, k := range nz {
-				row[k] -= f * pr[k]
+			if dense {
+				row = row[:len(pr)]
+				for k, v := range pr {
+					row[k] -= f * v
+				}
+			} else {
+				for _, k := range nz {
+					row[k] -= f * pr[k]
+				}
 			}
 			xb[i] -= f * xb[leave]
 			if xb[i] < 0 && xb[i] > -1e-9 {
@@ -268,6 +294,8 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 		left = basis[leave]
 		isBasic[left] = false
 		isBasic[enter] = true
+		off[left] = sc.copies != nil && sc.copies[left]
+		off[enter] = true
 		basis[leave] = enter
 		full = 4*len(nz) > m || sc.alwaysFull || stale
 		stale = false
