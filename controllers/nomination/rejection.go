@@ -51,6 +51,18 @@ func (q *podQueue) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	go func() {
+		<-ctx.Done()
+		c.pinQueue.ShutDown()
+	}()
+	// As many toleration writes in flight as nomination writes at a release: the apiserver, not
+	// the queue, sets their pace.
+	for range nominationParallelism {
+		go func() {
+			for c.processNextPin(ctx) {
+			}
+		}()
+	}
 	c.watchStalls(ctx)
 	return nil
 }
@@ -70,6 +82,7 @@ func (c *Controller) watch(ctx context.Context) error {
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
 				c.store.ForgetPod(pod.UID)
+				c.pins.forget(pod.UID)
 			}
 		},
 	}); err != nil {
