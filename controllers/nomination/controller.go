@@ -195,8 +195,7 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 		}
 		if owner := ownerOf(pod); owner != "" {
 			if _, ok := c.store.TakeReservation(pod.UID, owner); ok {
-				reservationsTaken.Inc()
-				c.queue.Add(pod.UID)
+				c.tookReservation(pod.UID)
 				continue
 			}
 		}

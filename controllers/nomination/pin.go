@@ -115,6 +115,16 @@ func (c *Controller) queuePins(pods []*corev1.Pod) {
 	}
 }
 
+// tookReservation queues a pod that took a disruption command's reservation: its nomination, and
+// (pinning) its toleration of the destination's pin, since a replacement node is pinned too.
+func (c *Controller) tookReservation(uid types.UID) {
+	reservationsTaken.Inc()
+	c.queue.Add(uid)
+	if c.opts.PinPlannedPods {
+		c.pinQueue.Add(uid)
+	}
+}
+
 // processNextPin writes one queued pod's toleration; it returns false once the queue is shut down.
 func (c *Controller) processNextPin(ctx context.Context) bool {
 	uid, shutdown := c.pinQueue.Get()

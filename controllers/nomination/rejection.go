@@ -139,8 +139,7 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 	default:
 		if owner := ownerOf(pod); owner != "" && !c.store.Known(pod.UID) {
 			if _, ok := c.store.TakeReservation(pod.UID, owner); ok {
-				reservationsTaken.Inc()
-				c.queue.Add(pod.UID)
+				c.tookReservation(pod.UID)
 			}
 		}
 	}
