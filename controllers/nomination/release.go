@@ -158,8 +158,8 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 	// goes to the next nodes' nominations at once — not all nodes after all nominations, nor round
 	// after round. A batch released together is written whole.
 	budget := nominationParallelism
-	if together {
-		budget = math.MaxInt
+	if together || c.opts.PinPlannedPods {
+		budget = math.MaxInt // pinning writes no nominations to pace: every Ready node goes in one round
 	}
 	for {
 		var written int
