@@ -132,39 +132,49 @@ func (c *Controller) processNextPin(ctx context.Context) bool {
 		return false
 	}
 	defer c.pinQueue.Done(uid)
-	if err := c.writePin(ctx, uid); err != nil {
+	switch again, err := c.writePin(ctx, uid); {
+	case err != nil:
 		log.FromContext(ctx).Error(err, "pinning planned pod", "pod", uid)
 		c.pinQueue.AddRateLimited(uid)
-		return true
+	case again:
+		c.pinQueue.AddRateLimited(uid)
+	default:
+		c.pinQueue.Forget(uid)
 	}
-	c.pinQueue.Forget(uid)
 	return true
 }
 
 // writePin adds to the pending pod the toleration of its planned claim's pin taint, unless it has
 // it already or the claim's node was released without a pin (a node lifted earlier: the pod is
-// planned onto its free room, which no taint holds).
-func (c *Controller) writePin(ctx context.Context, uid types.UID) error {
+// planned onto its free room, which no taint holds). It reports whether to try again later (the
+// pod is not in the cache yet).
+func (c *Controller) writePin(ctx context.Context, uid types.UID) (bool, error) {
 	claim, ok := c.store.ClaimOf(uid)
 	if !ok {
 		c.pins.forget(uid)
-		return nil
+		return false, nil
 	}
 	pod, err := c.podByUID(ctx, uid)
-	if err != nil || pod == nil || pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
+	if err != nil {
+		return false, err
+	}
+	if pod == nil {
+		return true, nil // not in the cache yet (or deleted: the store forgets a deleted pod, and ClaimOf ends this)
+	}
+	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
 		c.pins.forget(uid)
-		return err
+		return false, nil
 	}
 	if toleratesPin(pod, claim) {
 		c.pins.forget(uid)
-		return nil
+		return false, nil
 	}
 	if c.pins.has(uid, claim) {
-		return nil
+		return false, nil
 	}
 	pinned, err := c.claimPinned(ctx, claim)
 	if err != nil || !pinned {
-		return err
+		return false, err
 	}
 	ops := []map[string]any{{"op": "test", "path": "/metadata/uid", "value": string(pod.UID)}}
 	if len(pod.Spec.Tolerations) == 0 {
@@ -174,17 +184,17 @@ func (c *Controller) writePin(ctx context.Context, uid types.UID) error {
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return err
+		return false, err
 	}
 	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}} // pod is the cache's: read only
 	if err := c.kube.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(snapshot.NominationFieldManager)); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-			return nil // gone, replaced or bound since the cache's copy
+			return false, nil // gone, replaced or bound since the cache's copy
 		}
-		return fmt.Errorf("pinning pod %s to nodeclaim %s: %w", client.ObjectKeyFromObject(pod), claim, err)
+		return false, fmt.Errorf("pinning pod %s to nodeclaim %s: %w", client.ObjectKeyFromObject(pod), claim, err)
 	}
 	c.pins.add(uid, claim)
-	return nil
+	return false, nil
 }
 
 // claimPinned reports whether the claim's node carries, or is to carry, the claim's pin taint: no
@@ -229,7 +239,7 @@ func (c *Controller) liftPin(ctx context.Context, claim string) (reconcile.Resul
 	if err != nil || node == nil || pinnedClaimOf(node) != claim {
 		return reconcile.Result{}, err
 	}
-	if pending := len(c.store.PodsOf(claim)); pending > 0 && !c.stale(nc) {
+	if c.anyPending(ctx, claim) && !c.stale(nc) {
 		return reconcile.Result{RequeueAfter: c.untilStale(nc)}, nil // binds requeue it sooner
 	}
 	taints := node.Spec.Taints
@@ -250,6 +260,17 @@ func (c *Controller) liftPin(ctx context.Context, claim string) (reconcile.Resul
 	}
 	log.FromContext(ctx).V(1).Info("lifted pin", "nodeclaim", claim, "node", node.Name)
 	return reconcile.Result{}, nil
+}
+
+// anyPending reports whether a pod planned onto the claim is still pending in the cache (the store
+// learns of a bind from another informer handler, which may run after the one that requeued the lift).
+func (c *Controller) anyPending(ctx context.Context, claim string) bool {
+	for _, uid := range c.store.PodsOf(claim) {
+		if pod, err := c.podByUID(ctx, uid); err != nil || pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // untilStale is how long until the claim's nominations go stale (NominationTTL after it

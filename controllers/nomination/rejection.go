@@ -125,8 +125,7 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 	}
 	switch {
 	case pod.Spec.NodeName != "":
-		c.swapOffPlan(ctx, pod)
-		c.store.Bound(pod.UID, c.clock.Now())
+		c.recordBind(ctx, pod)
 	case !pod.DeletionTimestamp.IsZero():
 		c.store.ForgetPod(pod.UID)
 	case !snapshot.Provisionable(pod):
@@ -143,6 +142,14 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 			}
 		}
 	}
+}
+
+// recordBind keeps the store in step with a bound pod: an off-plan binding swaps a pod of its
+// workload into its slot, and its nomination is dropped. Idempotent: both the pod queue's handler
+// and the release loop's pin mapping call it, in either order.
+func (c *Controller) recordBind(ctx context.Context, pod *corev1.Pod) {
+	c.swapOffPlan(ctx, pod)
+	c.store.Bound(pod.UID, c.clock.Now())
 }
 
 func (c *Controller) rejected(ctx context.Context, pod *corev1.Pod, what string) {
