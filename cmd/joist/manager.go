@@ -72,6 +72,7 @@ func parseManagerFlags(args []string) (managerFlags, zap.Options, error) {
 	fs.DurationVar(&f.controllers.NodeClaim.RegistrationTimeout, "registration-timeout", f.controllers.NodeClaim.RegistrationTimeout, "Delete a launched NodeClaim whose Node did not register within this.")
 	n := &f.controllers.Nomination
 	fs.DurationVar(&n.NominationTTL, "nomination-ttl", n.NominationTTL, "How long after its NodeClaim initialized a pod's nomination still counts; a pod still pending then is planned again.")
+	fs.BoolVar(&n.PinPlannedPods, "pin-planned-pods", n.PinPlannedPods, "Steer the pods planned onto a new node with a taint of its own (joist.dev/planned=<nodeclaim>:NoSchedule, lifted once they bound) and a toleration added to them, instead of status.nominatedNodeName.")
 	gc := &f.controllers.GarbageCollection
 	fs.DurationVar(&gc.Period, "garbage-collection-period", gc.Period, "How often instances without a NodeClaim and NodeClaims without an instance are looked for.")
 	d := &f.controllers.Disruption

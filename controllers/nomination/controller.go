@@ -43,11 +43,14 @@ type Options struct {
 	NominationTTL time.Duration
 	// MaxConcurrentReleases bounds the batches released in parallel.
 	MaxConcurrentReleases int
+	// PinPlannedPods steers the pods planned onto a new node with the claim's pin taint and a
+	// toleration for it (pin.go) instead of status.nominatedNodeName.
+	PinPlannedPods bool
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{BatchReleaseTimeout: 30 * time.Second, RejectionGrace: 2 * time.Second, NominationTTL: 30 * time.Second, MaxConcurrentReleases: 4}
+	return Options{BatchReleaseTimeout: 30 * time.Second, RejectionGrace: 2 * time.Second, NominationTTL: 30 * time.Second, MaxConcurrentReleases: 4, PinPlannedPods: true}
 }
 
 // Controller owns nominations and release.
@@ -72,6 +75,10 @@ type Controller struct {
 	spread *spreadPods
 	// displaced holds the pods whose planned room another pod took, until they are planned again.
 	displaced *displacedPods
+	// pinQueue holds planned pods whose pin toleration is to be written (pin.go); pins remembers
+	// the ones written.
+	pinQueue workqueue.TypedRateLimitingInterface[types.UID]
+	pins     *pinsWritten
 }
 
 // New returns the controller. replan starts a provisioning batch; it is called when a rejected
@@ -81,6 +88,9 @@ func New(kube client.Client, c ctrlcache.Cache, store *state.Nominations, replan
 		kube: kube, cache: c, store: store, clock: clk, opts: opts, replan: replan,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
 			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "nomination.pods", Clock: clk}),
+		pinQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[types.UID](),
+			workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "nomination.pins", Clock: clk}),
+		pins: newPinsWritten(),
 		seen: newSeenWait(), released: newReleasedNodes(), spread: newSpreadPods(), displaced: newDisplacedPods(),
 	}
 }
@@ -90,6 +100,7 @@ func (c *Controller) Plan(claim string, pods []*corev1.Pod) {
 	for _, pod := range pods {
 		c.planPod(claim, pod)
 	}
+	c.queuePins(pods)
 }
 
 // planPod records that pod should land on claim.
@@ -113,6 +124,7 @@ func (c *Controller) Launched(claim string, pods []*corev1.Pod) {
 	if extra {
 		countLaunches(0, 1)
 	}
+	c.queuePins(pods)
 }
 
 // PodsOf returns the UIDs of the pods planned onto claim and not bound yet.
@@ -183,10 +195,12 @@ func (c *Controller) Sweep(claims []*v1.NodeClaim, pods []*corev1.Pod) {
 		}
 		if owner := ownerOf(pod); owner != "" {
 			if _, ok := c.store.TakeReservation(pod.UID, owner); ok {
-				reservationsTaken.Inc()
-				c.queue.Add(pod.UID)
+				c.tookReservation(pod.UID)
 				continue
 			}
+		}
+		if c.replanPinned(pod, byName) {
+			continue // pinned before a restart: the toleration remembers
 		}
 		if name := pod.Status.NominatedNodeName; name != "" {
 			nc := byNode[name]
@@ -206,4 +220,16 @@ func ownerOf(pod *corev1.Pod) types.UID {
 		return ref.UID
 	}
 	return ""
+}
+
+// replanPinned records again the planned claim of a pending pod that tolerates the pin of a live
+// claim (written before a restart), and reports whether it did.
+func (c *Controller) replanPinned(pod *corev1.Pod, byName map[string]*v1.NodeClaim) bool {
+	for _, claim := range pinnedClaims(pod) {
+		if nc := byName[claim]; nc != nil && nc.DeletionTimestamp.IsZero() && c.LiveClaim(nc) {
+			c.planPod(claim, pod)
+			return true
+		}
+	}
+	return false
 }

@@ -15,7 +15,7 @@ import (
 // nothing else its claim waits for, saving the NodeClaim lifecycle a Node write; a node that still
 // carries one of its claim's startup taints is released unlabeled.
 func TestReleaseLabelsTheNodeInitializedWhenNothingElseIsAwaited(t *testing.T) {
-	h := start(t, DefaultOptions())
+	h := start(t, nominating())
 	h.claimWithNode(t, "node-a", "batch-1", true)
 	startup := corev1.Taint{Key: "example.com/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
 	h.claimWithStartupTaints(t, "node-b", "batch-1", true, startup)

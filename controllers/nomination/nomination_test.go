@@ -204,7 +204,7 @@ func (h *harness) releasedWithPods(t *testing.T, pairs ...[2]string) {
 // A node is released as soon as it is Ready, its planned pod nominated to it first, while the rest
 // of its provisioning batch is still coming up: the kube-scheduler can bind its pods meanwhile.
 func TestNodeIsReleasedAsItTurnsReady(t *testing.T) {
-	h := start(t, DefaultOptions())
+	h := start(t, nominating())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	podA, podB := h.pendingPod(t, "pod-a", nil), h.pendingPod(t, "pod-b", nil)
@@ -234,7 +234,7 @@ func TestNodeIsReleasedAsItTurnsReady(t *testing.T) {
 // nominationParallelism pods: the first node goes to the scheduler as soon as the cache shows its
 // pods' nominations, before the next node's are written (etcd's revisions order the writes).
 func TestNodesAreReleasedInRoundsOfNominations(t *testing.T) {
-	h := start(t, DefaultOptions())
+	h := start(t, nominating())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	planned := map[string][]*corev1.Pod{}
@@ -275,7 +275,7 @@ func revision(t *testing.T, obj client.Object) int64 {
 // nomination; once both are Ready, every planned pod is nominated to its node and both taints are
 // lifted.
 func TestBatchWithSpreadPodsIsReleasedTogether(t *testing.T) {
-	h := start(t, DefaultOptions())
+	h := start(t, nominating())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	podA, podB := h.spreadPod(t, "pod-a"), h.spreadPod(t, "pod-b")
@@ -354,7 +354,7 @@ func TestRejectionLeadsToReplan(t *testing.T) {
 // slot at once — store and status.nominatedNodeName — instead of being turned away and re-planned
 // (which could buy a node while the plan's room exists).
 func TestOffPlanBindingSwapsAPodOfTheSameWorkloadIntoTheVacatedSlot(t *testing.T) {
-	h := start(t, DefaultOptions())
+	h := start(t, nominating())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptr.To(true)}
@@ -384,7 +384,7 @@ func TestOffPlanBindingSwapsAPodOfTheSameWorkloadIntoTheVacatedSlot(t *testing.T
 // The slot an off-plan binding vacates may be on a node not released yet (nodes are released as
 // they turn Ready): the swapped pod counts there and is nominated to it at its release.
 func TestOffPlanBindingSwapsIntoASlotOnANodeNotReleasedYet(t *testing.T) {
-	h := start(t, DefaultOptions())
+	h := start(t, nominating())
 	h.claimWithNode(t, "node-a", "batch-1", false)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	owner := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-web", Controller: ptr.To(true)}

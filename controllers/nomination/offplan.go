@@ -71,6 +71,9 @@ func (c *Controller) swapOffPlan(ctx context.Context, pod *corev1.Pod) {
 		}
 		c.store.Nominate(planned, uid)
 		c.queue.Add(uid) // handle writes its nomination to the planned node, once that is released
+		if c.opts.PinPlannedPods {
+			c.pinQueue.Add(uid) // and, pinning, its toleration of that node's pin
+		}
 		log.FromContext(ctx).V(1).Info("pod bound off-plan: a pod of its workload takes its planned slot",
 			"pod", klog.KObj(pod), "node", pod.Spec.NodeName, "plannedClaim", planned, "plannedNode", plannedNode, "swapped", klog.KObj(other))
 		return

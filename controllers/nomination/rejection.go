@@ -51,6 +51,18 @@ func (q *podQueue) Start(ctx context.Context) error {
 			}
 		}()
 	}
+	go func() {
+		<-ctx.Done()
+		c.pinQueue.ShutDown()
+	}()
+	// As many toleration writes in flight as nomination writes at a release: the apiserver, not
+	// the queue, sets their pace.
+	for range nominationParallelism {
+		go func() {
+			for c.processNextPin(ctx) {
+			}
+		}()
+	}
 	c.watchStalls(ctx)
 	return nil
 }
@@ -70,6 +82,7 @@ func (c *Controller) watch(ctx context.Context) error {
 			}
 			if pod, ok := obj.(*corev1.Pod); ok {
 				c.store.ForgetPod(pod.UID)
+				c.pins.forget(pod.UID)
 			}
 		},
 	}); err != nil {
@@ -112,8 +125,7 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 	}
 	switch {
 	case pod.Spec.NodeName != "":
-		c.swapOffPlan(ctx, pod)
-		c.store.Bound(pod.UID, c.clock.Now())
+		c.recordBind(ctx, pod)
 	case !pod.DeletionTimestamp.IsZero():
 		c.store.ForgetPod(pod.UID)
 	case !snapshot.Provisionable(pod):
@@ -126,11 +138,18 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 	default:
 		if owner := ownerOf(pod); owner != "" && !c.store.Known(pod.UID) {
 			if _, ok := c.store.TakeReservation(pod.UID, owner); ok {
-				reservationsTaken.Inc()
-				c.queue.Add(pod.UID)
+				c.tookReservation(pod.UID)
 			}
 		}
 	}
+}
+
+// recordBind keeps the store in step with a bound pod: an off-plan binding swaps a pod of its
+// workload into its slot, and its nomination is dropped. Idempotent: both the pod queue's handler
+// and the release loop's pin mapping call it, in either order.
+func (c *Controller) recordBind(ctx context.Context, pod *corev1.Pod) {
+	c.swapOffPlan(ctx, pod)
+	c.store.Bound(pod.UID, c.clock.Now())
 }
 
 func (c *Controller) rejected(ctx context.Context, pod *corev1.Pod, what string) {

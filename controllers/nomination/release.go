@@ -33,7 +33,7 @@ import (
 
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/status,verbs=patch
 
 const (
@@ -47,6 +47,8 @@ const (
 	// value) or a claim launched outside one (a disruption replacement).
 	batchKey = "batch"
 	claimKey = "claim"
+	// pinKey names the request that lifts a claim's pin taint (pin.go).
+	pinKey = "pin"
 )
 
 // Register adds the release loop and the pod queue to mgr.
@@ -80,6 +82,9 @@ func releaseKey(nc *v1.NodeClaim) reconcile.Request {
 // releaseKeyOfNode maps a Node that still carries the unregistered taint to its claim's batch.
 func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	node := o.(*corev1.Node)
+	if claim := pinnedClaimOf(node); claim != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pinKey, Name: claim}}}
+	}
 	if node.Spec.ProviderID == "" || !hasTaint(node, v1.UnregisteredTaintKey) {
 		return nil
 	}
@@ -96,8 +101,14 @@ func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []re
 
 // releaseKeyOfPod maps a pod update that shows the last nomination a release waits for to that
 // release; every other pod event maps to nothing.
-func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []reconcile.Request {
+func (c *Controller) releaseKeyOfPod(ctx context.Context, o client.Object) []reconcile.Request {
 	pod := o.(*corev1.Pod)
+	if pins := releaseKeysOfPin(pod); len(pins) > 0 {
+		// The pod queue's handler records the bind too, but may run after this one: the lift this
+		// requeues must not find the pod still planned.
+		c.recordBind(ctx, pod)
+		return pins
+	}
 	if pod.Spec.NodeName == "" && c.store.WrittenSince(pod.UID, pod.ResourceVersion) {
 		return nil // a copy older than our write
 	}
@@ -128,6 +139,9 @@ func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []recon
 // last nomination written, requeue the batch; a deadline (nominationsSeenTimeout) releases it if
 // the cache never shows them. The loop's workqueue serializes a batch: one worker releases it.
 func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Namespace == pinKey {
+		return c.liftPin(ctx, req.Name)
+	}
 	key := req.String()
 	claims, err := c.batchClaims(ctx, req)
 	if err != nil {
@@ -147,8 +161,8 @@ func (c *Controller) Release(ctx context.Context, req reconcile.Request) (reconc
 	// goes to the next nodes' nominations at once — not all nodes after all nominations, nor round
 	// after round. A batch released together is written whole.
 	budget := nominationParallelism
-	if together {
-		budget = math.MaxInt
+	if together || c.opts.PinPlannedPods {
+		budget = math.MaxInt // pinning writes no nominations to pace: every Ready node goes in one round
 	}
 	for {
 		var written int
@@ -334,6 +348,9 @@ func readyButUnregistered(node *corev1.Node) bool {
 // nominate points the still-pending pods planned for each claim at its node, all claims' pods at
 // once. It returns how many nominations it had to write.
 func (c *Controller) nominate(ctx context.Context, nodes map[string]*corev1.Node) (int, error) {
+	if c.opts.PinPlannedPods {
+		return 0, nil // the pin taint and the pods' tolerations steer them (pin.go)
+	}
 	var written atomic.Int32
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(nominationParallelism)
@@ -399,6 +416,9 @@ func (c *Controller) liftUnregisteredTaint(ctx context.Context, nc *v1.NodeClaim
 		taints = []corev1.Taint{}
 	}
 	kept := slices.DeleteFunc(slices.Clone(taints), func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaintKey })
+	if c.opts.PinPlannedPods && nc != nil {
+		kept = append(kept, pinTaint(nc.Name)) // held for the claim's planned pods (pin.go)
+	}
 	ops := []map[string]any{
 		{"op": "test", "path": "/spec/taints", "value": taints},
 		{"op": "replace", "path": "/spec/taints", "value": kept},

@@ -52,7 +52,7 @@ func (l *laggingNodes) Patch(ctx context.Context, obj client.Object, patch clien
 // and cost the pass a retry and the other nodes' lifts with it — and releases the batch's newly
 // Ready node at once.
 func TestReleaseDoesNotLiftAgainWhatTheCacheShowsLate(t *testing.T) {
-	h := startWith(t, DefaultOptions(), false)
+	h := startWith(t, nominating(), false)
 	h.claimWithNode(t, "node-a", "batch-1", true)
 	h.claimWithNode(t, "node-b", "batch-1", false)
 	cachedReady := func(name string) func() (bool, string) {
@@ -68,7 +68,7 @@ func TestReleaseDoesNotLiftAgainWhatTheCacheShowsLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	lag := &laggingNodes{Client: h.kube, frozen: map[string]*corev1.Node{"node-a": staleA}, patches: map[string]int{}}
-	c := New(lag, nil, h.store, func() {}, clock.RealClock{}, DefaultOptions())
+	c := New(lag, nil, h.store, func() {}, clock.RealClock{}, nominating())
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: batchKey, Name: "batch-1"}}
 	ctx := context.Background()
 	if res, err := c.Release(ctx, req); err != nil || !res.IsZero() {

@@ -28,7 +28,7 @@ func (b boundAhead) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 // the controller's live reader wrapped by wrap; the pod stays pending. It returns the harness and the pod.
 func releasedWithPlannedPod(t *testing.T, grace time.Duration, wrap func(client.Reader) client.Reader) (*harness, *corev1.Pod) {
 	t.Helper()
-	opts := DefaultOptions()
+	opts := nominating()
 	opts.RejectionGrace = grace
 	h := startWithReader(t, opts, true, wrap)
 	h.claimWithNode(t, "node-a", "batch-1", false)

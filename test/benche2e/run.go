@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -90,6 +92,15 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
 	r.allBound, r.allRunning, r.timeline, r.phases = tl.allBound, tl.allRunning, tl.String(), tl.phases()
+	if keepLogs != "" {
+		if raw, err := os.ReadFile(mgr.LogPath()); err == nil {
+			path := filepath.Join(keepLogs, fmt.Sprintf("run-%s.log", time.Now().UTC().Format("20060102T150405")))
+			if err := os.WriteFile(path, raw, 0o644); err != nil {
+				return r, fmt.Errorf("keeping the manager log: %w", err)
+			}
+			r.timeline += "\n       manager log kept as " + path
+		}
+	}
 	if r.phases.batchClosed, r.phases.planned, err = batchTimes(mgr.LogPath(), tl.start); err != nil {
 		return r, fmt.Errorf("reading the batch's times from the manager log: %w", err)
 	}

@@ -211,7 +211,7 @@ func (t *timeline) nodes() string {
 	sort.Slice(names, func(i, j int) bool { return t.nodeSeen[names[i]] < t.nodeSeen[names[j]] })
 	var b strings.Builder
 	for _, n := range names {
-		fmt.Fprintf(&b, "%.1f/%.1f/%.1f/%.1f ", t.nodeSeen[n].Seconds(), t.nodeReady[n].Seconds(), t.nodeNotReadyTaintGone[n].Seconds(), t.nodeTaintFree[n].Seconds())
+		fmt.Fprintf(&b, "%.1f/%.1f/%.1f/%.1f/%.1f ", t.nodeSeen[n].Seconds(), t.nodeReady[n].Seconds(), t.nodeNotReadyTaintGone[n].Seconds(), t.nodeReleased[n].Seconds(), t.nodeTaintFree[n].Seconds())
 	}
 	return b.String()
 }
@@ -254,7 +254,7 @@ func (t *timeline) wait(ctx context.Context) error {
 func (t *timeline) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return fmt.Sprintf("all pods created %.1fs, first Unschedulable %.1fs (%d marked), first node Ready %.1fs, first bound %.1fs, %s\n       nodes appeared/Ready/not-ready taint gone/released: %s",
+	return fmt.Sprintf("all pods created %.1fs, first Unschedulable %.1fs (%d marked), first node Ready %.1fs, first bound %.1fs, %s\n       nodes appeared/Ready/not-ready taint gone/released/taint-free: %s",
 		t.allCreated.Seconds(), t.firstUnschedulable.Seconds(), len(t.unschedulable), t.firstNodeReady.Seconds(), t.firstBound.Seconds(), t.boundProfile(), t.nodes())
 }
 
