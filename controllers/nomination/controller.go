@@ -1,11 +1,14 @@
 // Package nomination is the one home of Joist's pod nominations. It records which pods the solver
 // planned onto which NodeClaim (state.Nominations), releases each node to the kube-scheduler as it
-// turns Ready — its planned pods' status.nominatedNodeName written first, then its
-// karpenter.sh/unregistered taint lifted; a batch with topology-spread or pod-affinity pods is
+// turns Ready — by default its planned pods pinned (a toleration of the claim's own
+// joist.dev/planned taint, written while the node boots) and the unregistered taint swapped for that
+// pin taint, lifted once they bound (pin.go); with pinning off, its planned pods'
+// status.nominatedNodeName written first, then its karpenter.sh/unregistered taint lifted; a batch
+// with topology-spread or pod-affinity pods is
 // released together once all its nodes are Ready — and handles the pods the scheduler
 // turns away from their planned node (nominate once more, then plan again). It also holds the room a
 // disruption command reserves for the pods it evicts, so their re-creations land where the plan put
-// them. Nothing else writes a pod's nomination or lifts that taint.
+// them. Nothing else writes a pod's nomination or pin, or lifts those taints.
 //
 // It runs as two loops on the leader: a reconcile loop per provisioning batch (release.go) and a
 // client-go rate-limited workqueue of pods fed by the pod informer (rejection.go). The provisioner

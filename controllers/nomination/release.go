@@ -79,7 +79,8 @@ func releaseKey(nc *v1.NodeClaim) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: claimKey, Name: nc.Name}}
 }
 
-// releaseKeyOfNode maps a Node that still carries the unregistered taint to its claim's batch.
+// releaseKeyOfNode maps a Node that still carries the unregistered taint to its claim's batch, and
+// one that carries a pin taint to that pin's lift.
 func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	node := o.(*corev1.Node)
 	if claim := pinnedClaimOf(node); claim != "" {
