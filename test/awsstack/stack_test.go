@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ import (
 	"github.com/joist-dev/joist/cloudprovider/aws/tagging"
 	"github.com/joist-dev/joist/controllers"
 	"github.com/joist-dev/joist/controllers/ec2nodeclass"
+	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/test/env"
 )
 
@@ -205,17 +207,29 @@ func TestPendingPodLaunchesAnEC2InstanceItsNodeRegistersAndRetires(t *testing.T)
 	if got.Labels[v1.LabelInstanceType] != inst.InstanceType || got.Labels["karpenter.k8s.aws/instance-family"] == "" {
 		t.Errorf("node labels %v lack the claim's instance labels", got.Labels)
 	}
+	pinned := false
 	for _, taint := range got.Spec.Taints {
 		if taint.Key == v1.UnregisteredTaintKey {
 			t.Errorf("node still carries %s", taint.Key)
 		}
+		pinned = pinned || (taint.Key == nomination.PinTaintKey && taint.Value == claim.Name && taint.Effect == corev1.TaintEffectNoSchedule)
+	}
+	// No kube-scheduler runs here, so the pod stays pending and the release's pin holds the node for it
+	// (--pin-planned-pods, the default): the node's taint and the pod's toleration name the claim.
+	if !pinned {
+		t.Errorf("node taints %v lack the pin %s=%s:NoSchedule", got.Spec.Taints, nomination.PinTaintKey, claim.Name)
 	}
 	pending := &corev1.Pod{}
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(pod), pending); err != nil {
 		t.Fatal(err)
 	}
-	if pending.Status.NominatedNodeName != inst.PrivateDNSName {
-		t.Errorf("pod nominated to %q, want the node %q", pending.Status.NominatedNodeName, inst.PrivateDNSName)
+	if !slices.ContainsFunc(pending.Spec.Tolerations, func(tol corev1.Toleration) bool {
+		return tol.Key == nomination.PinTaintKey && tol.Operator == corev1.TolerationOpEqual && tol.Value == claim.Name
+	}) {
+		t.Errorf("pod tolerations %v lack the claim's pin %s=%s", pending.Spec.Tolerations, nomination.PinTaintKey, claim.Name)
+	}
+	if pending.Status.NominatedNodeName != "" {
+		t.Errorf("pod nominated to %q, want no nomination (pinned instead)", pending.Status.NominatedNodeName)
 	}
 
 	eventually(t, ctx, "the instance named after its node", func() (bool, string) {
