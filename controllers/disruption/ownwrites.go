@@ -25,7 +25,7 @@ type ownWrites struct {
 	written map[string]writtenClaim
 	// statuses are the status patches whose answers are not kept (see keepStatus in status.go).
 	statuses map[string]statusWrite
-	deleted map[string]time.Time
+	deleted  map[string]time.Time
 	// writes counts every write through the loop's client, of any kind: a pass that made none need
 	// not read again what it read a moment ago.
 	writes atomic.Int64

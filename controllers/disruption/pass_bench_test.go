@@ -132,6 +132,7 @@ func (s memStatus) Create(context.Context, client.Object, client.Object, ...clie
 func (s memStatus) Update(_ context.Context, obj client.Object, _ ...client.SubResourceUpdateOption) error {
 	return s.m.write(obj)
 }
+
 // Patch applies a merge patch to the stored object as the apiserver does and answers with the result
 // in obj (a status patch may send only the fields it writes); other patch types write obj whole.
 func (s memStatus) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {

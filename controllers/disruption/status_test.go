@@ -178,7 +178,9 @@ type answeringStatus struct {
 	sent map[string][]byte
 }
 
-func (s *answeringStatus) Status() client.SubResourceWriter { return answeringWriter{memStatus{s.memCache}, s} }
+func (s *answeringStatus) Status() client.SubResourceWriter {
+	return answeringWriter{memStatus{s.memCache}, s}
+}
 
 type answeringWriter struct {
 	memStatus
@@ -243,7 +245,7 @@ func TestStatusStepCopiesNoClaim(t *testing.T) {
 		t.Fatalf("the first pass patched %d claim statuses, want all %d", len(s.sent), nodes)
 	}
 	t.Logf("status step: %d B per patched claim; one deep copy of a claim: %d B", perPatched, oneCopy)
-	if perPatched > oneCopy*3/2 {
+	if perPatched > oneCopy*3/2 && !raceDetector {
 		t.Errorf("the status step allocated %d B per claim it patched, want at most 1.5 copies of the claim (%d B each)", perPatched, oneCopy)
 	}
 	// The patch carries the status fields written and nothing else.

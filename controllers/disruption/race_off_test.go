@@ -1,0 +1,5 @@
+//go:build !race
+
+package disruption
+
+const raceDetector = false
