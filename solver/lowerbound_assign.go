@@ -105,21 +105,9 @@ func (s *solver) solveBlocks(groups []*asgGroup, cols []*asgCol, lpCols []int, r
 	if s.wholeLP {
 		return nil, false
 	}
-	poolOf := make([]*pool, len(groups))
-	for _, ci := range lpCols {
-		c := cols[ci]
-		bad := false
-		c.usable.each(func(gi int) bool {
-			if poolOf[gi] != nil && poolOf[gi] != c.p {
-				bad = true
-				return false
-			}
-			poolOf[gi] = c.p
-			return true
-		})
-		if bad {
-			return nil, false
-		}
+	poolOf, ok := groupPools(groups, cols, lpCols)
+	if !ok {
+		return nil, false
 	}
 	var order []*pool
 	members := map[*pool][]int{}
@@ -457,4 +445,27 @@ func (s *solver) evalAssignment(groups []*asgGroup, cols []*asgCol, colIdx colIn
 		total += g.n * best
 	}
 	return total
+}
+
+// groupPools gives each group the pool of every LP column it may use; ok is false when some
+// group's columns span two pools (the LP is not block-diagonal by pool). A group no column may
+// use has no pool (nil).
+func groupPools(groups []*asgGroup, cols []*asgCol, lpCols []int) (poolOf []*pool, ok bool) {
+	poolOf = make([]*pool, len(groups))
+	ok = true
+	for _, ci := range lpCols {
+		c := cols[ci]
+		c.usable.each(func(gi int) bool {
+			if poolOf[gi] != nil && poolOf[gi] != c.p {
+				ok = false
+				return false
+			}
+			poolOf[gi] = c.p
+			return true
+		})
+		if !ok {
+			return nil, false
+		}
+	}
+	return poolOf, true
 }

@@ -17,22 +17,9 @@ func (s *solver) reusedDuals(groups []*asgGroup, cols []*asgCol, lpCols []int) (
 	if len(s.asgSolved) == 0 {
 		return nil, false
 	}
-	// Each group's pool: the pool of every LP column it may use.
-	poolOf := make([]*pool, len(groups))
-	for _, ci := range lpCols {
-		c := cols[ci]
-		bad := false
-		c.usable.each(func(gi int) bool {
-			if poolOf[gi] != nil && poolOf[gi] != c.p {
-				bad = true
-				return false
-			}
-			poolOf[gi] = c.p
-			return true
-		})
-		if bad {
-			return nil, false
-		}
+	poolOf, ok := groupPools(groups, cols, lpCols)
+	if !ok {
+		return nil, false
 	}
 	type colKey struct{ t, offer int }
 	byPool := map[*pool]map[string]int{} // the bound's groups of each pool, by key
