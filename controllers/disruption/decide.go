@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -229,8 +230,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
-		dbg.Info("command refused: not worth a second move", "list", 0, "nodeNames", cmd.Delete, "replacements", len(cmd.Replacements),
-			"savingsPerHour", cmd.SavingsPerHour, "threshold", minSavings*plan.CostBefore)
+		logRefused(dbg, 0, cmd, minSavings*plan.CostBefore)
 	}
 	if len(tries) > 0 && len(plan.Commands) == 0 {
 		dbg.Info("no command from candidate list", "list", 0, "candidates", candNames(tries[0]), "costPerHour", plan.CostBefore)
@@ -248,8 +248,7 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		if worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
 			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
-		dbg.Info("command refused: not worth a second move", "list", i, "nodeNames", cmd.Delete, "replacements", len(cmd.Replacements),
-			"savingsPerHour", cmd.SavingsPerHour, "threshold", minSavings*plan.CostBefore)
+		logRefused(dbg, i, cmd, minSavings*plan.CostBefore)
 	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
 	if markErr != nil {
@@ -381,4 +380,11 @@ func sortedNames(set map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// logRefused says, on the debug log, that candidate list list's command saves too little to move
+// pods a command already moved (worthASecondMove).
+func logRefused(dbg logr.Logger, list int, cmd solver.Command, threshold float64) {
+	dbg.Info("command refused: not worth a second move", "list", list, "nodeNames", cmd.Delete, "replacements", len(cmd.Replacements),
+		"savingsPerHour", cmd.SavingsPerHour, "threshold", threshold)
 }
