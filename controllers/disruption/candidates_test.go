@@ -61,7 +61,7 @@ func TestTemplateDriftedAsKarpenter(t *testing.T) {
 	} {
 		m := &member{pool: pool, claim: &v1.NodeClaim{}}
 		m.claim.Annotations = tc.annotations
-		if got := templateDrifted(m); got != tc.want {
+		if got := templateDriftedFrom(m, pool.Hash()); got != tc.want {
 			t.Errorf("%s: drifted = %t, want %t", tc.name, got, tc.want)
 		}
 	}
@@ -92,7 +92,7 @@ func TestStampHashVersionKeepsDriftedClaimsDrifted(t *testing.T) {
 		if got := claim.Annotations[v1.NodePoolHashAnnotationKey]; got != tc.wantHash {
 			t.Errorf("%s: hash %q, want %q", tc.name, got, tc.wantHash)
 		}
-		if got := templateDrifted(&member{pool: pool, claim: claim}); got != tc.wantDrifted {
+		if got := templateDriftedFrom(&member{pool: pool, claim: claim}, pool.Hash()); got != tc.wantDrifted {
 			t.Errorf("%s: drifted after the stamp = %t, want %t", tc.name, got, tc.wantDrifted)
 		}
 	}

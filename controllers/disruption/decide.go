@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"time"
 
@@ -109,75 +107,24 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		}
 		eligible["underutilized"]++
 	}
-	// The delete-only commands that follow each other; this one is the first (lookahead.go). The
-	// fresh replacements stay in it as nodes that stay, unless nothing else can be consolidated.
-	cin.Candidates = slices.Concat(preferred, deferred, heldCands)
-	la := planLookAhead(cin)
-	if len(la.steps) == 0 && len(fresh)+len(freshHeld) > 0 {
-		cin.Candidates = slices.Concat(preferred, deferred, heldCands, fresh, freshHeld)
-		la = planLookAhead(cin)
-	}
-	deferred = append(deferred, fresh...)
-	allowed := map[string]bool{}
-	for _, cand := range slices.Concat(preferred, deferred) {
-		allowed[cand.Node] = true
-	}
-	// secondMoves are the nodes whose pods a command moved a moment ago: fresh replacements, and the
-	// nodes hosting a replica a command moved (deferred). A command taking one must be worth a second
-	// move (worthASecondMove).
-	freshNodes, secondMoves := map[string]bool{}, map[string]bool{}
-	for _, cand := range slices.Concat(fresh, freshHeld) {
-		allowed[cand.Node], freshNodes[cand.Node] = false, true
-	}
-	for _, cand := range deferred {
-		secondMoves[cand.Node] = true
-	}
-	// When the look-ahead's replace runs first, the deletes after it are marked too: its
-	// replacements are there for their pods, and unmarked the kube-scheduler put the re-created pods
-	// on them (session 14's second bench run: 16 repeats from a big node deleted two commands later).
-	removals := la.removals
-	// The replace run first moves the pods its node runs now, as any command does: taking a node
-	// whose pods were moved a moment ago, it must be worth a second move too (run later, the same
-	// replace saves the same and would be refused alike, so "it is replaced later anyway" does not
-	// hold for it).
-	reordered, noReorder := reorderedCommandWhy(la.first, cin.Nodes, allowed, budgets)
-	if noReorder == "" && !worthASecondMove(reordered, secondMoves, la.costBefore, minSavings) {
-		noReorder = fmt.Sprintf("not worth a second move: saves $%.4f/h, under %g of the cluster's $%.4f/h", reordered.SavingsPerHour, minSavings, la.costBefore)
-	}
-	reorder := noReorder == ""
+	step := planConsolidationStep(cin, consolidationCandidates{preferred: preferred, deferred: deferred, held: heldCands, fresh: fresh, freshHeld: freshHeld}, held, lift)
+	la := step.la
 	dbg.Info("consolidation look-ahead", "steps", la.steps, "removals", sortedNames(la.removals), "afterFirst", sortedNames(la.afterFirst),
-		"reorder", noReorder, "preferred", candNames(preferred), "deferred", candNames(deferred), "held", candNames(heldCands),
+		"reorder", step.noReorder, "preferred", candNames(preferred), "deferred", candNames(deferred), "held", candNames(heldCands),
 		"fresh", candNames(fresh), "freshHeld", candNames(freshHeld), "heldNodes", sortedNames(held), "notCandidates", notCandidates, "budgets", budgets)
-	if reorder && len(la.afterFirst) > 0 {
-		removals = maps.Clone(removals)
-		maps.Copy(removals, la.afterFirst)
-		for _, n := range la.first.Delete {
-			delete(removals, n)
-		}
-	}
-	marked := markable(removals, held, lift)
-	c.lastMarks = marked
-	steered, noRoom := c.withSteering(cl, marked, held, lift)
-	if len(steered) > len(marked) {
-		dbg.Info("steering the evicted pods", "marked", len(steered), "lookAheadMarks", len(marked), "noRoom", noRoom)
+	c.lastMarks = step.marked
+	steered, noRoom := c.withSteering(cl, step.marked, held, lift)
+	if len(steered) > len(step.marked) {
+		dbg.Info("steering the evicted pods", "marked", len(steered), "lookAheadMarks", len(step.marked), "noRoom", noRoom)
 	}
 	markErr := c.markPlannedRemovals(ctx, cl, steered)
-	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, marked)
-	in.Nodes = cin.Nodes
-	tries := sliceCandidates(preferred, deferred, removals)
-	cin.Candidates = nil
-	if len(tries) > 0 {
-		cin.Candidates = tries[0]
-	}
-	plan := solver.Consolidate(cin)
+	in.Nodes = step.cin.Nodes
 	decisionDuration.WithLabelValues("underutilized", consolidationTypeMulti).Observe(c.clock.Since(start).Seconds())
 	eligibleNodes.WithLabelValues("underutilized").Set(float64(eligible["underutilized"]))
 
 	// 1. Emptiness.
-	for _, cmd := range plan.Commands {
-		if cmd.Reason == v1.DisruptionReasonEmpty {
-			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
-		}
+	if cmd, ok := step.emptiness(); ok {
+		return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 	}
 	// 2. Drift.
 	var drifted []*member
@@ -204,53 +151,35 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 	}
 	// 3. Consolidation: the look-ahead's replace of a node earlier deletes move pods onto, run
-	// first; else the first slice's command.
-	if reorder {
-		log.FromContext(ctx).Info("look-ahead: replacing first the node(s) earlier deletes would move pods onto",
-			"nodeNames", reordered.Delete, "replacements", len(reordered.Replacements), "deletesBefore", len(la.removals), "deletesAfter", len(la.afterFirst),
-			"steps", la.steps)
-		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, reordered, true))
+	// first; else the first candidate list's command worth a second move (consolidationStep).
+	ch := step.command()
+	for _, n := range ch.notes {
+		if n.refused != nil {
+			logRefused(dbg, n.list, *n.refused, n.threshold)
+			continue
+		}
+		dbg.Info("no command from candidate list", "list", n.list, "candidates", n.candidates, "costPerHour", n.costPerHour)
 	}
-	// The node to replace first is the destination of a command still draining (held): a delete now
-	// would move more pods onto it. Wait for the drain instead (the hold ends 5 s after it), then
-	// replace it first; a backed-off node does not wait.
-	if la.first != nil && !slices.ContainsFunc(la.first.Delete, func(n string) bool { return freshNodes[n] }) && waitsForDrain(la.first.Delete, allowed, held) {
+	switch {
+	case ch.reordered:
+		log.FromContext(ctx).Info("look-ahead: replacing first the node(s) earlier deletes would move pods onto",
+			"nodeNames", ch.cmd.Delete, "replacements", len(ch.cmd.Replacements), "deletesBefore", len(la.removals), "deletesAfter", len(la.afterFirst),
+			"steps", la.steps)
+		return errors.Join(markErr, c.launchCommand(ctx, cl, byNode, ch.cmd, true))
+	case ch.waitForDrain:
 		log.FromContext(ctx).Info("look-ahead: waiting for a drain to end to replace first the node(s) earlier deletes would move pods onto",
-			"nodeNames", la.first.Delete, "deletesBefore", len(removals), "steps", la.steps)
+			"nodeNames", la.first.Delete, "deletesBefore", len(step.removals), "steps", la.steps)
 		c.mu.Lock()
 		c.waitRetry = now.Add(drainPoll)
 		c.mu.Unlock()
 		return markErr
-	}
-	for _, cmd := range plan.Commands {
-		if cmd.Reason != v1.DisruptionReasonUnderutilized {
-			continue
-		}
-		if worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
+	case ch.ok:
+		if ch.list == 0 {
 			log.FromContext(ctx).Info("look-ahead", "steps", la.steps, "replaceFirst", la.first != nil)
-			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
 		}
-		logRefused(dbg, 0, cmd, minSavings*plan.CostBefore)
+		return errors.Join(markErr, c.launch(ctx, cl, byNode, ch.cmd))
 	}
-	if len(tries) > 0 && len(plan.Commands) == 0 {
-		dbg.Info("no command from candidate list", "list", 0, "candidates", candNames(tries[0]), "costPerHour", plan.CostBefore)
-	}
-	// 4. The other candidate lists: the nodes hosting pods a command already moved
-	// (destinations.go), then the nodes the look-ahead keeps.
-	for i := 1; i < len(tries); i++ {
-		cin.Candidates = tries[i]
-		plan = solver.Consolidate(cin)
-		if len(plan.Commands) == 0 {
-			dbg.Info("no command from candidate list", "list", i, "candidates", candNames(tries[i]), "costPerHour", plan.CostBefore)
-			continue
-		}
-		cmd := plan.Commands[0]
-		if worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
-			return errors.Join(markErr, c.launch(ctx, cl, byNode, cmd))
-		}
-		logRefused(dbg, i, cmd, minSavings*plan.CostBefore)
-	}
-	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(cin.Candidates), "costPerHour", plan.CostBefore)
+	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(step.cin.Candidates), "costPerHour", step.plan.CostBefore)
 	if markErr != nil {
 		return markErr // not idle: the marks are written again next pass
 	}

@@ -45,13 +45,11 @@ func (c *Controller) driftReason(ctx context.Context, m *member, pools poolFacts
 	return string(reason), nil
 }
 
-// templateDrifted compares the template hash stamped on the claim with the pool's, as Karpenter's
-// static drift check does: only a claim carrying both the hash and the current hash version is
-// judged. The pool's hash is computed, not read from its annotation (which the nodepool controller
-// stamps with the same value), so a template edit is seen without waiting for the stamp.
-func templateDrifted(m *member) bool { return templateDriftedFrom(m, m.pool.Hash()) }
-
-// templateDriftedFrom is templateDrifted with the pool's hash already computed.
+// templateDriftedFrom compares the template hash stamped on the claim with the pool's (poolHash),
+// as Karpenter's static drift check does: only a claim carrying both the hash and the current hash
+// version is judged. The pool's hash is computed (poolFacts), not read from its annotation (which
+// the nodepool controller stamps with the same value), so a template edit is seen without waiting
+// for the stamp.
 func templateDriftedFrom(m *member, poolHash string) bool {
 	hash, ok := m.claim.Annotations[v1.NodePoolHashAnnotationKey]
 	return ok && m.claim.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion && hash != poolHash

@@ -306,15 +306,9 @@ func sliceCandidates(preferred, deferred []solver.Candidate, removals map[string
 // the big nodes (lead's run L1 of session 17: xxqx9 replaced by 2 of its 3 replacements, hqjvd's 33
 // pods had nowhere to go, 1.529 × the plan; 9 of 100 planner-only scale-downs,
 // TestScaleDownOnThePlannerEndsNearThePlan). It is not made when a node is not a candidate now or
-// the budgets do not allow it.
-func reorderedCommand(step *solver.Command, nodes []solver.ExistingNode, allowed map[string]bool, budgets map[string]solver.DisruptionBudget) (solver.Command, bool) {
-	cmd, why := reorderedCommandWhy(step, nodes, allowed, budgets)
-	return cmd, why == ""
-}
-
-// reorderedCommandWhy is reorderedCommand with the reason it is not made ("" when it is), for the
-// loop's debug log.
-func reorderedCommandWhy(step *solver.Command, nodes []solver.ExistingNode, allowed map[string]bool, budgets map[string]solver.DisruptionBudget) (solver.Command, string) {
+// the budgets do not allow it; the string says why not ("" when it is made), for the loop's debug
+// log.
+func reorderedCommand(step *solver.Command, nodes []solver.ExistingNode, allowed map[string]bool, budgets map[string]solver.DisruptionBudget) (solver.Command, string) {
 	if step == nil {
 		return solver.Command{}, "no replace step in the look-ahead"
 	}

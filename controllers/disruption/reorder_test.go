@@ -78,9 +78,9 @@ func TestLookAheadRunsTheReplaceOfAFilledNodeFirst(t *testing.T) {
 		t.Errorf("removals %v, want small-1 and small-2", la.removals)
 	}
 	allowed := map[string]bool{"big": true, "small-1": true, "small-2": true}
-	cmd, ok := reorderedCommand(la.first, in.Nodes, allowed, in.Budgets)
-	if !ok {
-		t.Fatal("no command from the look-ahead's replace")
+	cmd, whyNot := reorderedCommand(la.first, in.Nodes, allowed, in.Budgets)
+	if whyNot != "" {
+		t.Fatalf("no command from the look-ahead's replace: %s", whyNot)
 	}
 	room, pods := resource.Quantity{}, 0
 	for _, r := range cmd.Replacements {
@@ -97,10 +97,10 @@ func TestLookAheadRunsTheReplaceOfAFilledNodeFirst(t *testing.T) {
 		t.Errorf("saves $%.4f/h run first, $%.4f/h as the look-ahead's third step", cmd.SavingsPerHour, la.first.SavingsPerHour)
 	}
 	// Not now: big is not a candidate (held), or the budget is spent.
-	if _, ok := reorderedCommand(la.first, in.Nodes, map[string]bool{"small-1": true}, in.Budgets); ok {
+	if _, whyNot := reorderedCommand(la.first, in.Nodes, map[string]bool{"small-1": true}, in.Budgets); whyNot == "" {
 		t.Error("reordered a replace of a node that is not a candidate now")
 	}
-	if _, ok := reorderedCommand(la.first, in.Nodes, allowed, map[string]solver.DisruptionBudget{"general": {}}); ok {
+	if _, whyNot := reorderedCommand(la.first, in.Nodes, allowed, map[string]solver.DisruptionBudget{"general": {}}); whyNot == "" {
 		t.Error("reordered a replace the budget does not allow")
 	}
 }

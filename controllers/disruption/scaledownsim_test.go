@@ -19,20 +19,15 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/test/benchworkload"
 )
-
-// simWorkloads are the scale-down bench's five Deployments (test/benche2e).
-var simWorkloads = []struct {
-	replicas    int
-	cpu, memory string
-}{{400, "100m", "128Mi"}, {300, "250m", "512Mi"}, {150, "500m", "1Gi"}, {100, "1", "2Gi"}, {50, "2", "4Gi"}}
 
 // simPool is the bench's pool: c, m and r families, on-demand, 10 % budget, consolidateAfter 0s.
 func simPool() *v1.NodePool {
 	return &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
 		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{Requirements: []v1.NodeSelectorRequirementWithMinValues{
 			{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-			{Key: "joist.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}}}}},
+			{Key: "joist.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: benchworkload.InstanceFamilies}}}},
 		Disruption: v1.Disruption{ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 			ConsolidateAfter: v1.MustParseNillableDuration("0s"), Budgets: []v1.Budget{{Nodes: "10%"}}}}}
 }
@@ -60,14 +55,14 @@ func newScaleDownSim(seed int64) (*scaleDownSim, float64) {
 	np := simPool()
 	pools := []solver.NodePoolInput{{NodePool: np, InstanceTypes: catalog.Default()}}
 	var pods []*corev1.Pod
-	for w, s := range simWorkloads {
+	for w, s := range benchworkload.Sizes {
 		owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: fmt.Sprintf("bench-%d", w), UID: types.UID(fmt.Sprintf("rs-%d", w)), Controller: ptr.To(true)}
-		for i := range s.replicas {
+		for i := range s.Replicas {
 			name := fmt.Sprintf("bench-%d-%d", w, i)
 			pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name),
 				Labels: map[string]string{"app": fmt.Sprintf("bench-%d", w)}, OwnerReferences: []metav1.OwnerReference{owner}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse(s.cpu), corev1.ResourceMemory: resource.MustParse(s.memory)}}}}},
+					corev1.ResourceCPU: resource.MustParse(s.CPU), corev1.ResourceMemory: resource.MustParse(s.Memory)}}}}},
 				Status: corev1.PodStatus{Phase: corev1.PodRunning}})
 		}
 	}
@@ -85,9 +80,9 @@ func newScaleDownSim(seed int64) (*scaleDownSim, float64) {
 	// of it first (ties at random).
 	rng := rand.New(rand.NewSource(seed))
 	var remaining []*corev1.Pod
-	for w, s := range simWorkloads {
+	for w, s := range benchworkload.Sizes {
 		app := fmt.Sprintf("bench-%d", w)
-		for range s.replicas - s.replicas*3/10 {
+		for range s.Replicas - s.Replicas*3/10 {
 			// LogarithmicScaleDown: the nodes in the highest log2 bucket of replicas count alike.
 			best, bucket := -1, -1
 			for _, i := range rng.Perm(len(sim.nodes)) {
@@ -136,74 +131,45 @@ func nodePrice(n solver.ExistingNode, pools []solver.NodePoolInput) (float64, bo
 	return p, ok
 }
 
-// pass is decide's consolidation path on the simulated cluster; it returns the command it would
-// start, and whether it was the look-ahead's replace run first.
+// pass is decide's consolidation path on the simulated cluster (its pure step, consolidationStep:
+// emptiness, then consolidation; no drift, nothing held); it returns the command it would start,
+// and whether it was the look-ahead's replace run first.
 func (s *scaleDownSim) pass(minSavings float64) (solver.Command, bool, bool) {
 	budget := (len(s.nodes)*10 + 99) / 100
 	budgets := map[string]solver.DisruptionBudget{"general": {v1.DisruptionReasonEmpty: budget, v1.DisruptionReasonUnderutilized: budget, v1.DisruptionReasonDrifted: budget}}
 	in := solver.Input{NodePools: s.pool, Nodes: markRemovalsInSnapshot(s.nodes, s.marks)}
 	cin := solver.ConsolidationInput{Input: in, Budgets: budgets, MinSavingsFraction: &minSavings}
-	var preferred, deferred, fresh []solver.Candidate
+	var cands consolidationCandidates
 	for _, n := range s.nodes {
 		cand := solver.Candidate{Node: n.Name, DisruptionCost: float64(len(n.Pods))}
 		switch {
 		case s.fresh[n.Name]:
-			fresh = append(fresh, cand)
+			cands.fresh = append(cands.fresh, cand)
 		case slices.ContainsFunc(n.Pods, func(p *corev1.Pod) bool { return s.moved[p.UID] }):
-			deferred = append(deferred, cand)
+			cands.deferred = append(cands.deferred, cand)
 		default:
-			preferred = append(preferred, cand)
+			cands.preferred = append(cands.preferred, cand)
 		}
 	}
-	cin.Candidates = slices.Concat(preferred, deferred)
-	la := planLookAhead(cin)
-	if len(la.steps) == 0 && len(fresh) > 0 {
-		cin.Candidates = slices.Concat(preferred, deferred, fresh)
-		la = planLookAhead(cin)
+	step := planConsolidationStep(cin, cands, nil, false)
+	s.marks = step.marked
+	s.log = append(s.log, fmt.Sprintf("  look-ahead %v (first %v, reorder %q) preferred %v deferred %v fresh %v", step.la.steps, step.la.first != nil, step.noReorder,
+		candNames(cands.preferred), candNames(cands.deferred), candNames(cands.fresh)))
+	if cmd, ok := step.emptiness(); ok {
+		return cmd, false, true
 	}
-	deferred = append(deferred, fresh...)
-	allowed, secondMoves := map[string]bool{}, map[string]bool{}
-	for _, cand := range slices.Concat(preferred, deferred) {
-		allowed[cand.Node] = !s.fresh[cand.Node]
-	}
-	for _, cand := range deferred {
-		secondMoves[cand.Node] = true
-	}
-	removals := la.removals
-	reordered, reorder := reorderedCommand(la.first, cin.Nodes, allowed, budgets)
-	if reorder && len(la.afterFirst) > 0 {
-		removals = map[string]bool{}
-		for n := range la.removals {
-			removals[n] = true
-		}
-		for n := range la.afterFirst {
-			removals[n] = true
-		}
-		for _, n := range la.first.Delete {
-			delete(removals, n)
+	ch := step.command()
+	for _, n := range ch.notes {
+		if n.refused != nil {
+			s.log = append(s.log, fmt.Sprintf("  list %d: refused %v+%d saving %.4f < %.4f", n.list, n.refused.Delete, len(n.refused.Replacements), n.refused.SavingsPerHour, n.threshold))
+		} else {
+			s.log = append(s.log, fmt.Sprintf("  list %d %v: no command", n.list, n.candidates))
 		}
 	}
-	s.marks = markable(removals, nil, false)
-	cin.Nodes = markRemovalsInSnapshot(cin.Nodes, s.marks)
-	tries := sliceCandidates(preferred, deferred, removals)
-	s.log = append(s.log, fmt.Sprintf("  look-ahead %v (first %v, reorder %t) preferred %v deferred %v", la.steps, la.first != nil, reorder, candNames(preferred), candNames(deferred)))
-	if reorder && worthASecondMove(reordered, secondMoves, la.costBefore, minSavings) {
-		return reordered, true, true
+	if ch.waitForDrain {
+		s.log = append(s.log, "  waits for a drain (nothing is held here)")
 	}
-	for i, cands := range tries {
-		cin.Candidates = cands
-		plan := solver.Consolidate(cin)
-		for _, cmd := range plan.Commands {
-			if worthASecondMove(cmd, secondMoves, plan.CostBefore, minSavings) {
-				return cmd, false, true
-			}
-			s.log = append(s.log, fmt.Sprintf("  list %d: refused %v+%d saving %.4f < %.4f", i, cmd.Delete, len(cmd.Replacements), cmd.SavingsPerHour, minSavings*plan.CostBefore))
-		}
-		if len(plan.Commands) == 0 {
-			s.log = append(s.log, fmt.Sprintf("  list %d %v: no command", i, candNames(cands)))
-		}
-	}
-	return solver.Command{}, false, false
+	return ch.cmd, ch.reordered, ch.ok
 }
 
 // apply runs the command as planned: its pods re-created where it put them.
