@@ -20,16 +20,13 @@ import (
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/snapshot"
 	"github.com/joist-dev/joist/solver"
+	"github.com/joist-dev/joist/test/benchworkload"
 	"github.com/joist-dev/joist/test/env"
 )
 
-// sizes are the five Deployments: replicas, cpu, memory (1,000 pods in all).
-var sizes = []struct {
-	replicas    int32
-	cpu, memory string
-}{
-	{400, "100m", "128Mi"}, {300, "250m", "512Mi"}, {150, "500m", "1Gi"}, {100, "1", "2Gi"}, {50, "2", "4Gi"},
-}
+// sizes are the five Deployments (1,000 pods in all), shared with the planner-only replay of the
+// scale-down (test/benchworkload).
+var sizes = benchworkload.Sizes
 
 func runOnce(ctx context.Context, joist string) (result, error) {
 	if preprovisioned {
@@ -160,7 +157,7 @@ func nodePool() *v1.NodePool {
 		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{
 				{Key: v1.LabelOS, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-				{Key: "joist.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}},
+				{Key: "joist.dev/instance-family", Operator: corev1.NodeSelectorOpIn, Values: benchworkload.InstanceFamilies},
 			},
 			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.GroupVersion.Group, Kind: "KWOKNodeClass", Name: "default"},
 		}}},
@@ -169,10 +166,7 @@ func nodePool() *v1.NodePool {
 
 // uniformSizes is the -uniform workload: one Deployment of 1,000 identical pods, so every planned
 // node holds one interchangeable class and Joist writes no nominations (nomination.Interchangeable).
-var uniformSizes = []struct {
-	replicas    int32
-	cpu, memory string
-}{{1000, "250m", "512Mi"}}
+var uniformSizes = []benchworkload.Deployment{{Replicas: 1000, CPU: "250m", Memory: "512Mi"}}
 
 // uniform selects uniformSizes over sizes.
 var uniform bool
@@ -188,14 +182,14 @@ func deployments() []*appsv1.Deployment {
 		out = append(out, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: labels["app"], Namespace: "default"},
 			Spec: appsv1.DeploymentSpec{
-				Replicas: ptr.To(s.replicas),
+				Replicas: ptr.To(s.Replicas),
 				Selector: &metav1.LabelSelector{MatchLabels: labels},
 				Template: corev1.PodTemplateSpec{
 					ObjectMeta: metav1.ObjectMeta{Labels: labels},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{
 						Name: "app", Image: "registry.k8s.io/pause:3.10",
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse(s.cpu), corev1.ResourceMemory: resource.MustParse(s.memory),
+							corev1.ResourceCPU: resource.MustParse(s.CPU), corev1.ResourceMemory: resource.MustParse(s.Memory),
 						}},
 					}}},
 				},
