@@ -39,11 +39,14 @@ type Options struct {
 	// DrainPoll is how often a drain re-checks for pods still terminating when no pod event woke it
 	// sooner (wake.go).
 	DrainPoll time.Duration
+	// MaxConcurrentEvictions is how many of a drain's evictions are in flight at once (evictAll);
+	// 1 evicts one after the other.
+	MaxConcurrentEvictions int
 }
 
 // DefaultOptions returns the documented defaults.
 func DefaultOptions() Options {
-	return Options{EvictionRetry: 2 * time.Second, DrainPoll: time.Second}
+	return Options{EvictionRetry: 2 * time.Second, DrainPoll: time.Second, MaxConcurrentEvictions: 16}
 }
 
 // Controller drains and releases Nodes.
