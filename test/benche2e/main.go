@@ -27,10 +27,16 @@ func main() {
 	flag.BoolVar(&uniform, "uniform", false, "One Deployment of 1,000 identical pods (250m, 512Mi) instead of the five sizes: every planned node holds one interchangeable class.")
 	flag.BoolVar(&preprovisioned, "preprovisioned", false, "Floor mode: register the solver's planned nodes first and run no manager; times are what the stack itself needs.")
 	withFloor := flag.Bool("floor", false, "Alternate each run with a floor run (-preprovisioned) and print Joist's median time to all Running as a multiple of the floor's.")
+	flag.StringVar(&traceDir, "trace-scheduler", "", "Keep each run's kube-scheduler log at -v=3 and its queue metrics sampled every 200ms in this folder (the tracing costs the scheduler time: not for published figures).")
 	flag.StringVar(&keepLogs, "keep-logs", "", "Copy each run's manager log into this folder.")
 	flag.BoolVar(&scaleDown, "scale-down", false, "Consolidation mode: build the 1,000-pod cluster, scale it to 300 pods, time until the consolidated state and compare its $/h with the solver's plan for the 300 pods from scratch.")
 	flag.Parse()
 	env.DiscardLogs()
+	if traceDir != "" {
+		if err := os.MkdirAll(traceDir, 0o755); err != nil {
+			fail(fmt.Errorf("-trace-scheduler: %w", err))
+		}
+	}
 	if keepLogs != "" {
 		// Made before any run: a run whose log cannot be kept fails without printing its report.
 		if err := os.MkdirAll(keepLogs, 0o755); err != nil {

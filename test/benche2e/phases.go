@@ -23,21 +23,21 @@ type phases struct {
 	// claimsCreated: the last NodeClaim appeared; registered and ready: the last node appeared and
 	// turned Ready.
 	claimsCreated, registered, ready time.Duration
-	// nominated: the last pod got status.nominatedNodeName; released: the last node lost the
-	// karpenter.sh/unregistered taint.
-	nominated, released time.Duration
-	bound, running      time.Duration
+	// nominated: the last pod got status.nominatedNodeName; pinned: the last pod was seen tolerating
+	// its planned claim's pin taint; released: the last node lost the karpenter.sh/unregistered taint.
+	nominated, pinned, released time.Duration
+	bound, running              time.Duration
 }
 
 // phaseNames label the milestones in order, for the report.
-var phaseNames = []string{"created", "unschedulable", "batch closed", "planned", "claims created", "registered", "Ready", "nominated", "released", "bound", "Running"}
+var phaseNames = []string{"created", "unschedulable", "batch closed", "planned", "claims created", "registered", "Ready", "nominated", "pinned", "released", "bound", "Running"}
 
 func (p phases) values() []time.Duration {
-	return []time.Duration{p.created, p.unschedulable, p.batchClosed, p.planned, p.claimsCreated, p.registered, p.ready, p.nominated, p.released, p.bound, p.running}
+	return []time.Duration{p.created, p.unschedulable, p.batchClosed, p.planned, p.claimsCreated, p.registered, p.ready, p.nominated, p.pinned, p.released, p.bound, p.running}
 }
 
 func phasesFrom(v []time.Duration) phases {
-	return phases{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]}
+	return phases{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]}
 }
 
 // String lists the milestones reached, in order: "created 3.1s → unschedulable 3.4s → …".
@@ -79,7 +79,7 @@ func (t *timeline) phases() phases {
 	return phases{
 		created: t.allCreated, unschedulable: t.lastUnschedulable,
 		claimsCreated: last(t.claimSeen), registered: last(t.nodeSeen), ready: last(t.nodeReady),
-		nominated: t.lastNominated, released: last(t.nodeReleased),
+		nominated: t.lastNominated, pinned: t.lastPinned, released: last(t.nodeReleased),
 		bound: t.allBound, running: t.allRunning,
 	}
 }

@@ -29,11 +29,12 @@ var preprovisioned bool
 // same 1,000 pods with the same requests, on the same nodes, placed by the same default scheduler.
 func runPreprovisioned(ctx context.Context) (result, error) {
 	var r result
-	e, err := env.Start(env.Options{Scheduler: true, ControllerManager: true, KWOK: true})
+	e, trace, err := benchEnv("floor")
 	if err != nil {
 		return r, err
 	}
 	defer func() { _ = e.Stop() }()
+	defer trace.cleanup()
 	e.Config.QPS, e.Config.Burst = 1000, 2000
 	kube, err := client.New(e.Config, client.Options{Scheme: e.Scheme})
 	if err != nil {
@@ -88,6 +89,7 @@ func runPreprovisioned(ctx context.Context) (result, error) {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
 	r.allBound, r.allRunning, r.phases = tl.allBound, tl.allRunning, tl.phases()
+	trace.finish(tl)
 	tl.mu.Lock()
 	r.timeline = fmt.Sprintf("all pods created %.1fs, first bound %.1fs, %s, %d marked Unschedulable on the way",
 		tl.allCreated.Seconds(), tl.firstBound.Seconds(), tl.boundProfile(), len(tl.unschedulable))

@@ -21,7 +21,6 @@ import (
 	"github.com/joist-dev/joist/snapshot"
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/test/benchworkload"
-	"github.com/joist-dev/joist/test/env"
 )
 
 // sizes are the five Deployments (1,000 pods in all), shared with the planner-only replay of the
@@ -33,11 +32,12 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 		return runPreprovisioned(ctx)
 	}
 	var r result
-	e, err := env.Start(env.Options{Scheduler: true, ControllerManager: true, KWOK: true})
+	e, trace, err := benchEnv("joist")
 	if err != nil {
 		return r, err
 	}
 	defer func() { _ = e.Stop() }()
+	defer trace.cleanup()
 	e.Config.QPS, e.Config.Burst = 1000, 2000
 	kube, err := client.New(e.Config, client.Options{Scheme: e.Scheme})
 	if err != nil {
@@ -89,6 +89,7 @@ func runOnce(ctx context.Context, joist string) (result, error) {
 		return r, fmt.Errorf("waiting for 1000 pods running: %w", err)
 	}
 	r.allBound, r.allRunning, r.timeline, r.phases = tl.allBound, tl.allRunning, tl.String(), tl.phases()
+	trace.finish(tl)
 	if keepLogs != "" {
 		if raw, err := os.ReadFile(mgr.LogPath()); err == nil {
 			path := filepath.Join(keepLogs, fmt.Sprintf("run-%s.log", time.Now().UTC().Format("20060102T150405")))

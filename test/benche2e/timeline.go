@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,6 +23,10 @@ import (
 	v1 "github.com/joist-dev/joist/api/v1"
 )
 
+// pinTaintKey is the key of the taint Joist holds a released node's room with (nomination.PinTaintKey;
+// the benchmark does not import the manager's packages).
+const pinTaintKey = "joist.dev/planned"
+
 // timeline watches pods and nodes and records when each milestone of a run was first reached. It
 // watches rather than polls: listing 1,000 pods every few milliseconds would load the apiserver that
 // is being measured.
@@ -34,6 +39,10 @@ type timeline struct {
 	allCreated, firstUnschedulable, lastUnschedulable time.Duration
 	firstBound, allBound, allRunning, firstNodeReady  time.Duration
 	firstNominated, lastNominated                     time.Duration
+	// pinned holds the pods seen tolerating a Joist pin taint (joist.dev/planned); lastPinned is when
+	// the last of them was first seen so.
+	pinned     map[types.UID]bool
+	lastPinned time.Duration
 	// boundShare holds when a quarter, half, three quarters and 90 % of the pods were bound: with
 	// nominations the kube-scheduler binds slowly at first and faster as the nominated pods drain
 	// (each cycle adds every other pod nominated to the pod's node), the floor's pods bind evenly.
@@ -52,7 +61,7 @@ func watchTimeline(ctx context.Context, cfg *rest.Config, want int) (*timeline, 
 		return nil, fmt.Errorf("creating clientset: %w", err)
 	}
 	t := &timeline{want: want, created: map[types.UID]bool{}, unschedulable: map[types.UID]bool{}, nominated: map[types.UID]bool{},
-		bound: map[types.UID]bool{}, running: map[types.UID]bool{}, done: make(chan struct{}),
+		bound: map[types.UID]bool{}, running: map[types.UID]bool{}, pinned: map[types.UID]bool{}, done: make(chan struct{}),
 		nodeSeen: map[string]time.Duration{}, nodeReady: map[string]time.Duration{}, nodeTaintFree: map[string]time.Duration{},
 		nodeReleased: map[string]time.Duration{}, nodeNotReadyTaintGone: map[string]time.Duration{}, claimSeen: map[string]time.Duration{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("default"))
@@ -144,6 +153,10 @@ func (t *timeline) pod(pod *corev1.Pod) {
 	if pod.Status.NominatedNodeName != "" && !t.nominated[pod.UID] {
 		mark(t.nominated, &t.firstNominated, nil)
 		t.lastNominated = t.since()
+	}
+	if !t.pinned[pod.UID] && slices.ContainsFunc(pod.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == pinTaintKey }) {
+		t.pinned[pod.UID] = true
+		t.lastPinned = t.since()
 	}
 	if pod.Spec.NodeName != "" {
 		mark(t.bound, &t.firstBound, &t.allBound)

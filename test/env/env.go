@@ -42,6 +42,9 @@ type Options struct {
 	Scheduler         bool
 	ControllerManager bool
 	KWOK              bool
+	// SchedulerArgs are extra kube-scheduler flags after the defaults (a flag given again wins), e.g.
+	// SchedulerMetricsArgs' to read its queue metrics, or -v=3 to log its queue moves.
+	SchedulerArgs []string
 	// LogDir receives the child processes' logs; defaults to a fresh temporary folder.
 	LogDir string
 }
@@ -161,6 +164,7 @@ func (e *Env) startChildren(assets string, opts Options) error {
 	}
 	if opts.Scheduler {
 		args := append([]string{"--kubeconfig=" + e.KubeconfigPath, "--leader-elect=false", "--secure-port=0"}, fast...)
+		args = append(args, opts.SchedulerArgs...)
 		if err := e.start("kube-scheduler", assets, args...); err != nil {
 			return err
 		}

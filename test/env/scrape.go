@@ -3,12 +3,14 @@ package env
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"maps"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -129,4 +131,49 @@ func HistogramP99(families map[string]*dto.MetricFamily, name, byLabel string) m
 		}
 	}
 	return out
+}
+
+// SchedulerMetricsArgs are kube-scheduler flags serving its /metrics on a free loopback port (HTTPS
+// with a self-signed certificate written to certDir, /metrics open to unauthenticated reads, as
+// /healthz is by default), and the URL to scrape them at with ScrapeLoopbackTLS. The scheduler then
+// does the work of serving a scrape; a benchmark that publishes times leaves it off.
+func SchedulerMetricsArgs(certDir string) ([]string, string, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, "", err
+	}
+	return []string{"--secure-port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--cert-dir=" + certDir,
+			"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"},
+		"https://127.0.0.1:" + strconv.Itoa(port) + "/metrics", nil
+}
+
+// loopbackTLS trusts any certificate: it is used only for a child's self-signed loopback endpoint.
+var loopbackTLS = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // a child process's self-signed cert on 127.0.0.1
+}}
+
+// ScrapeLoopbackTLS reads and parses a Prometheus endpoint served over HTTPS with a self-signed
+// certificate on the loopback interface (SchedulerMetricsArgs).
+func ScrapeLoopbackTLS(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	if !strings.HasPrefix(url, "https://127.0.0.1:") {
+		return nil, fmt.Errorf("scraping %s: only a loopback HTTPS endpoint is scraped without verifying its certificate", url)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := loopbackTLS.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing %s: %w", url, err)
+	}
+	return families, nil
 }
