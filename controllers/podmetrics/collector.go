@@ -104,18 +104,18 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 		}
 		sums[pod.Spec.NodeName].add(pod)
 	}
+	names := nodemetrics.LabelNames(ctrlmetrics.LabelResourceType)
+	podRequests, podLimits := ctrlmetrics.NewGauges(podRequestsDesc, names), ctrlmetrics.NewGauges(podLimitsDesc, names)
+	daemonRequests, daemonLimits := ctrlmetrics.NewGauges(daemonRequestsDesc, names), ctrlmetrics.NewGauges(daemonLimitsDesc, names)
+	nodeValues := make([]string, 0, len(names))
 	for name, s := range sums {
-		base := nodemetrics.Labels(byName[name])
-		for desc, rl := range map[*prometheus.Desc]corev1.ResourceList{
-			podRequestsDesc: s.requests, podLimitsDesc: s.limits, daemonRequestsDesc: s.daemonRequests, daemonLimitsDesc: s.daemonLimits,
-		} {
-			for res, q := range rl {
-				values := make([]string, 0, len(base)+1)
-				for _, l := range nodemetrics.LabelNames() {
-					values = append(values, base[l])
-				}
-				values = append(values, nodemetrics.ResourceType(res))
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, q.AsApproximateFloat64(), values...)
+		nodeValues = nodemetrics.LabelValues(nodeValues[:0], byName[name])
+		for _, series := range [...]struct {
+			gauges *ctrlmetrics.Gauges
+			sum    corev1.ResourceList
+		}{{podRequests, s.requests}, {podLimits, s.limits}, {daemonRequests, s.daemonRequests}, {daemonLimits, s.daemonLimits}} {
+			for res, q := range series.sum {
+				ch <- series.gauges.Gauge(q.AsApproximateFloat64(), append(nodeValues, nodemetrics.ResourceType(res))...)
 			}
 		}
 	}
