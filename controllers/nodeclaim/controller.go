@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
@@ -126,8 +128,14 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 		})
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		data, err := statusPatch(&stored.Status, &nc.Status)
+		if err != nil {
+			return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
+		}
 		g.Go(func() error {
-			if err := c.kube.Status().Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
+			// The answer is decoded into a claim of its own: nothing reads it.
+			answer := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Namespace: nc.Namespace}}
+			if err := c.kube.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, data)); err != nil {
 				return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 			}
 			return nil

@@ -1,6 +1,8 @@
 package nodeclaim
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,4 +26,9 @@ func (c *Controller) LaunchRecord(uid types.UID) *v1.NodeClaim {
 		return rec.(*v1.NodeClaim)
 	}
 	return nil
+}
+
+// Persist is the reconcile's final write of nc's changes from stored.
+func (c *Controller) Persist(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	return c.persist(ctx, stored, nc)
 }
