@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -47,7 +48,10 @@ type Controller struct {
 	kube client.Client
 	// live reads from the apiserver itself (the manager's APIReader, set by Register): the Node a
 	// launch just created, which the cache does not show yet.
-	live        client.Reader
+	live client.Reader
+	// informers are the manager's cache (set by Register; nil: read through kube): the claim's Node
+	// is read from the store, without a copy.
+	informers   ctrlcache.Informers
 	cloud       cloudprovider.CloudProvider
 	unavailable *cloudprovider.UnavailableOfferings // may be nil: the provider keeps its own
 	recorder    events.EventRecorder
@@ -147,7 +151,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 // Register sets the controller up with the manager. The queue is controller-runtime's priority
 // queue: claims waiting to register go ahead of launches (queue.go).
 func (c *Controller) Register(mgr ctrl.Manager) error {
-	c.live = mgr.GetAPIReader()
+	c.live, c.informers = mgr.GetAPIReader(), mgr.GetCache()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
 		Watches(&v1.NodeClaim{}, claimEvents()).

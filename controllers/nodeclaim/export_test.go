@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/types"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -32,3 +33,6 @@ func (c *Controller) LaunchRecord(uid types.UID) *v1.NodeClaim {
 func (c *Controller) Persist(ctx context.Context, stored, nc *v1.NodeClaim) error {
 	return c.persist(ctx, stored, nc)
 }
+
+// SetInformers replaces the cache Register would set.
+func (c *Controller) SetInformers(i ctrlcache.Informers) { c.informers = i }

@@ -21,9 +21,11 @@ import (
 // conflictRetry is how soon a node patch that lost an optimistic-lock race is retried.
 const conflictRetry = 100 * time.Millisecond
 
-// nodeFor returns the Node registered with the claim's provider ID, or nil.
+// nodeFor returns the Node registered with the claim's provider ID, or nil: the cache's own object,
+// read only (a step that changes it works on a copy). A List through the client deep-copied the
+// Node on every reconcile of a claim waiting to register or initialize.
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	return indexes.NodeForClaim(ctx, c.kube, nc)
+	return indexes.CachedNodeForClaim(ctx, c.informers, c.kube, nc)
 }
 
 // register syncs the claim's labels and taints onto its Node and adds the termination finalizer, then
@@ -48,7 +50,8 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		}
 		return reconcile.Result{}, err
 	}
-	stored := node.DeepCopy()
+	stored := node // read only: the cache's own object when the cache shows the Node
+	node = node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -192,7 +195,11 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	// controllers/nomination labels the node in the patch that releases it when nothing else is
 	// awaited then; this patch is for nodes that initialize later (startup taints, extended resources).
 	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
-		stored := node.DeepCopy()
+		stored := node // read only: the cache's own object
+		node = node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
 		node.Labels[v1.NodeInitializedLabelKey] = "true"
 		if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("labeling node %s initialized: %w", node.Name, err)
