@@ -84,7 +84,7 @@ func Register(ctx context.Context, mgr ctrl.Manager, cloud cloudprovider.CloudPr
 	if err := guardrail.New(kube, cloud.GetInstanceTypes, recorder, clk, opts.Guardrail).Register(mgr); err != nil {
 		return fmt.Errorf("registering guardrail report controller: %w", err)
 	}
-	if err := mgr.Add(garbagecollection.New(kube, cloud, clk, opts.GarbageCollection)); err != nil {
+	if err := mgr.Add(garbagecollection.New(kube, mgr.GetCache(), cloud, clk, opts.GarbageCollection)); err != nil {
 		return fmt.Errorf("adding garbage collector: %w", err)
 	}
 	if r, ok := cloudprovider.As[cloudprovider.ControllerRegistrar](cloud); ok {

@@ -135,6 +135,7 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (_ *v1.Nod
 		out := claimFromNode(nc, launched)
 		if launched.UID != "" { // created now, not booting: name it, the lifecycle registers it at once
 			out.Status.NodeName = launched.Name
+			launched.ManagedFields = nil // as the cache keeps it; the lifecycle patches against it
 			c.written.Set(launched.Name, launched, launchedNodeMemory)
 		}
 		return out, nil

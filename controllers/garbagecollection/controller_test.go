@@ -72,7 +72,7 @@ func TestSweepOnEC2(t *testing.T) {
 		node("ip-10-0-1-1.us-west-2.compute.internal", "aws:///us-west-2a/"+owned, joist),
 	).Build()
 	provider := awsprovider.New(kube, clients, cloudprovider.NewUnavailableOfferings(clk, 0), clk, awsprovider.Options{ClusterName: "prod"})
-	gc := garbagecollection.New(kube, provider, clk, garbagecollection.Options{Period: time.Minute, MinAge: 30 * time.Second})
+	gc := garbagecollection.New(kube, nil, provider, clk, garbagecollection.Options{Period: time.Minute, MinAge: 30 * time.Second})
 	if err := gc.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,15 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -45,7 +48,10 @@ type Controller struct {
 	kube client.Client
 	// live reads from the apiserver itself (the manager's APIReader, set by Register): the Node a
 	// launch just created, which the cache does not show yet.
-	live        client.Reader
+	live client.Reader
+	// informers are the manager's cache (set by Register; nil: read through kube): the claim's Node
+	// is read from the store, without a copy.
+	informers   ctrlcache.Informers
 	cloud       cloudprovider.CloudProvider
 	unavailable *cloudprovider.UnavailableOfferings // may be nil: the provider keeps its own
 	recorder    events.EventRecorder
@@ -126,8 +132,14 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 		})
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		data, err := statusPatch(&stored.Status, &nc.Status)
+		if err != nil {
+			return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
+		}
 		g.Go(func() error {
-			if err := c.kube.Status().Patch(ctx, nc.DeepCopy(), client.MergeFrom(stored)); err != nil {
+			// The answer is decoded into a claim of its own: nothing reads it.
+			answer := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Namespace: nc.Namespace}}
+			if err := c.kube.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, data)); err != nil {
 				return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 			}
 			return nil
@@ -139,7 +151,7 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 // Register sets the controller up with the manager. The queue is controller-runtime's priority
 // queue: claims waiting to register go ahead of launches (queue.go).
 func (c *Controller) Register(mgr ctrl.Manager) error {
-	c.live = mgr.GetAPIReader()
+	c.live, c.informers = mgr.GetAPIReader(), mgr.GetCache()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nodeclaim.lifecycle").
 		Watches(&v1.NodeClaim{}, claimEvents()).

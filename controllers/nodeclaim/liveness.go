@@ -43,6 +43,8 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 // finalize runs when the claim is deleted: delete its Node (whose own termination drains it), then
 // terminate the instance, then release the claim.
 func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	// Deleted before it registered: nothing reads its launch again.
+	c.launched.Delete(nc.UID)
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}

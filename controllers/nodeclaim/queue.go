@@ -90,8 +90,10 @@ func (c *Controller) claimsForNode(ctx context.Context, o client.Object) []*v1.N
 	if !ok || node.Spec.ProviderID == "" {
 		return nil
 	}
+	// Read only (only their names and conditions are read): a deep copy of the claim on every Node
+	// event was garbage at once.
 	claims := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	if err := c.kube.List(ctx, claims, client.MatchingFields{indexes.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]*v1.NodeClaim, 0, len(claims.Items))

@@ -14,15 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/cloudprovider"
 	"github.com/joist-dev/joist/controllers/indexes"
 )
 
 // conflictRetry is how soon a node patch that lost an optimistic-lock race is retried.
 const conflictRetry = 100 * time.Millisecond
 
-// nodeFor returns the Node registered with the claim's provider ID, or nil.
+// nodeFor returns the Node registered with the claim's provider ID, or nil: the cache's own object,
+// read only (a step that changes it works on a copy). A List through the client deep-copied the
+// Node on every reconcile of a claim waiting to register or initialize.
 func (c *Controller) nodeFor(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	return indexes.NodeForClaim(ctx, c.kube, nc)
+	return indexes.CachedNodeForClaim(ctx, c.informers, c.kube, nc)
 }
 
 // register syncs the claim's labels and taints onto its Node and adds the termination finalizer, then
@@ -32,9 +35,13 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		return reconcile.Result{}, nil
 	}
 	node, err := c.nodeFor(ctx, nc)
+	// Taken whether or not the cache shows the Node already: the provider keeps its copy until it
+	// is taken, and under load the cache often shows the Node first (~3 MB of Nodes held through
+	// make bench-scale's settle window at 1,000 launches).
+	written := c.writtenNode(nc)
 	launchedNow := false
 	if err == nil && node == nil {
-		node, err = c.launchedNode(ctx, nc)
+		node, err = c.launchedNode(ctx, nc, written)
 		launchedNow = node != nil
 	}
 	if err != nil || node == nil {
@@ -43,7 +50,8 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		}
 		return reconcile.Result{}, err
 	}
-	stored := node.DeepCopy()
+	stored := node // read only: the cache's own object when the cache shows the Node
+	node = node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -86,19 +94,13 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 // read from the apiserver. Right after the launch the cache does not show that Node yet: waiting
 // for it cost every claim a second reconcile on the lifecycle's queue and one more status write
 // (Registered=Unknown, then True).
-func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	prev, ok := c.launched.Get(nc.UID)
-	if !ok {
-		return nil, nil
-	}
-	name := prev.(*v1.NodeClaim).Status.NodeName
+func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim, written *corev1.Node) (*corev1.Node, error) {
+	name := c.launchedNodeName(nc)
 	if name == "" {
 		return nil, nil
 	}
-	if w, ok := c.cloud.(nodeWriter); ok {
-		if node := w.WrittenNode(name); node != nil && node.Spec.ProviderID == nc.Status.ProviderID {
-			return node, nil
-		}
+	if written != nil && written.Spec.ProviderID == nc.Status.ProviderID {
+		return written, nil
 	}
 	node := &corev1.Node{}
 	if err := c.live.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
@@ -108,6 +110,32 @@ func (c *Controller) launchedNode(ctx context.Context, nc *v1.NodeClaim) (*corev
 		return nil, nil
 	}
 	return node, nil
+}
+
+// launchedNodeName is status.nodeName of the claim's launch result remembered for launchMemory, or "".
+func (c *Controller) launchedNodeName(nc *v1.NodeClaim) string {
+	prev, ok := c.launched.Get(nc.UID)
+	if !ok {
+		return ""
+	}
+	return prev.(*v1.NodeClaim).Status.NodeName
+}
+
+// writtenNode takes from the provider, when it keeps one (nodeWriter), its copy of the Node the
+// claim's launch wrote, or returns nil.
+func (c *Controller) writtenNode(nc *v1.NodeClaim) *corev1.Node {
+	// Through the provider's decorators (the manager wraps it in cloudprovider/metrics): a plain
+	// type assertion on the decorator never found KWOK's copy, so every launch read its Node back
+	// from the apiserver and every written Node stayed in the provider until it expired.
+	w, ok := cloudprovider.As[nodeWriter](c.cloud)
+	if !ok {
+		return nil
+	}
+	name := c.launchedNodeName(nc)
+	if name == "" {
+		return nil
+	}
+	return w.WrittenNode(name)
 }
 
 // nodeWriter is a provider that writes the Node itself at launch (KWOK) and hands back, once, the
@@ -167,7 +195,11 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	// controllers/nomination labels the node in the patch that releases it when nothing else is
 	// awaited then; this patch is for nodes that initialize later (startup taints, extended resources).
 	if node.Labels[v1.NodeInitializedLabelKey] != "true" {
-		stored := node.DeepCopy()
+		stored := node // read only: the cache's own object
+		node = node.DeepCopy()
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
 		node.Labels[v1.NodeInitializedLabelKey] = "true"
 		if err := c.kube.Patch(ctx, node, client.MergeFrom(stored)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("labeling node %s initialized: %w", node.Name, err)

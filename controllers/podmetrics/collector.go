@@ -104,18 +104,18 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 		}
 		sums[pod.Spec.NodeName].add(pod)
 	}
+	names := nodemetrics.LabelNames(ctrlmetrics.LabelResourceType)
+	podRequests, podLimits := ctrlmetrics.NewGauges(podRequestsDesc, names), ctrlmetrics.NewGauges(podLimitsDesc, names)
+	daemonRequests, daemonLimits := ctrlmetrics.NewGauges(daemonRequestsDesc, names), ctrlmetrics.NewGauges(daemonLimitsDesc, names)
+	nodeValues := make([]string, 0, len(names))
 	for name, s := range sums {
-		base := nodemetrics.Labels(byName[name])
-		for desc, rl := range map[*prometheus.Desc]corev1.ResourceList{
-			podRequestsDesc: s.requests, podLimitsDesc: s.limits, daemonRequestsDesc: s.daemonRequests, daemonLimitsDesc: s.daemonLimits,
-		} {
-			for res, q := range rl {
-				values := make([]string, 0, len(base)+1)
-				for _, l := range nodemetrics.LabelNames() {
-					values = append(values, base[l])
-				}
-				values = append(values, nodemetrics.ResourceType(res))
-				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, q.AsApproximateFloat64(), values...)
+		nodeValues = nodemetrics.LabelValues(nodeValues[:0], byName[name])
+		for _, series := range [...]struct {
+			gauges *ctrlmetrics.Gauges
+			sum    corev1.ResourceList
+		}{{podRequests, s.requests}, {podLimits, s.limits}, {daemonRequests, s.daemonRequests}, {daemonLimits, s.daemonLimits}} {
+			for res, q := range series.sum {
+				ch <- series.gauges.Gauge(q.AsApproximateFloat64(), append(nodeValues, nodemetrics.ResourceType(res))...)
 			}
 		}
 	}
@@ -145,14 +145,40 @@ type nodeSums struct {
 }
 
 func (s *nodeSums) add(pod *corev1.Pod) {
+	daemon := false
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+		daemon = true
+	}
+	if plainPod(pod) {
+		// The pod's requests and limits are its containers' sums (what PodRequests and PodLimits
+		// return for such a pod), added straight into the node's: PodRequests and PodLimits build
+		// four resource lists per pod, ~1.8 KB a pod and scrape (a third of the manager's heap at
+		// the 50,000-pod peak of make bench-scale was one scrape's).
+		for i := range pod.Spec.Containers {
+			r := &pod.Spec.Containers[i].Resources
+			s.requests = addTo(s.requests, r.Requests)
+			s.limits = addTo(s.limits, r.Limits)
+			if daemon {
+				s.daemonRequests = addTo(s.daemonRequests, r.Requests)
+				s.daemonLimits = addTo(s.daemonLimits, r.Limits)
+			}
+		}
+		return
+	}
 	req := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	lim := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
 	s.requests = addTo(s.requests, req)
 	s.limits = addTo(s.limits, lim)
-	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+	if daemon {
 		s.daemonRequests = addTo(s.daemonRequests, req)
 		s.daemonLimits = addTo(s.daemonLimits, lim)
 	}
+}
+
+// plainPod reports whether the pod's requests and limits are its containers' sums: no init
+// containers (counted by their maximum), overhead or pod-level resources.
+func plainPod(pod *corev1.Pod) bool {
+	return len(pod.Spec.InitContainers) == 0 && pod.Spec.Overhead == nil && pod.Spec.Resources == nil
 }
 
 func addTo(sum, rl corev1.ResourceList) corev1.ResourceList {

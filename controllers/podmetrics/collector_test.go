@@ -71,3 +71,29 @@ karpenter_nodes_total_pod_requests{arch="",capacity_type="",instance_type="c-4x"
 		t.Error(err)
 	}
 }
+
+// A plain pod's requests and limits (its containers', no init containers, overhead or pod-level
+// resources) are added into its node's sums without building lists of its own: PodRequests and
+// PodLimits allocated four resource lists per pod and scrape (~1.8 KB a pod; 95 MB of the heap at
+// the 50,000-pod peak of make bench-scale was one scrape's node sums and samples).
+func TestNodeSumsAllocateNothingPerPlainPod(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("350m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+			}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m")}}},
+		}}}
+	s := &nodeSums{}
+	s.add(pod) // the node's lists, once
+	if allocs := testing.AllocsPerRun(100, func() { s.add(pod) }); allocs != 0 {
+		t.Errorf("adding a plain pod to its node's sums allocated %.0f times, want 0", allocs)
+	}
+	if got := s.requests[corev1.ResourceCPU]; got.MilliValue() != 102*400 {
+		t.Errorf("cpu requests %s after 102 adds, want %dm", got.String(), 102*400)
+	}
+	if got := s.limits[corev1.ResourceMemory]; got.Value() != 102*512<<20 {
+		t.Errorf("memory limits %s after 102 adds, want %d", got.String(), 102*512<<20)
+	}
+}

@@ -100,11 +100,12 @@ const timelineHeader = `Milestones, seconds after the first pod's creation (firs
 
 `
 
-const passHeader = `Disruption loop once the pods are bound (every pass so far; apiserver requests of all clients
-by verb and resource during the settle window, ` + "30 s" + `, when only the manager runs):
+const passHeader = `Disruption loop once the pods are bound (every pass so far, then the settle window's passes
+alone, with nothing left to place or remove; apiserver requests of all clients by verb and resource
+during the settle window, ` + "30 s" + `, when only the manager runs):
 
-| pods / nodes | passes | mean pass | pass p99 (bucket bound) | apiserver requests in the settle window |
-|---|---|---|---|---|
+| pods / nodes | passes | mean pass | pass p99 (bucket bound) | settle-window passes | their mean | their p99 | apiserver requests in the settle window |
+|---|---|---|---|---|---|---|---|
 `
 
 // argList is a repeatable string flag.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +51,9 @@ type result struct {
 	// passes, passMean and passMax describe the disruption passes run so far (manager metrics).
 	passes            int
 	passMean, passP99 time.Duration
+	// idlePasses, idleMean and idleP99 describe the passes of the settle window alone.
+	idlePasses        int
+	idleMean, idleP99 time.Duration
 	// timeline is when nodes appeared, turned Ready and were released, and pods were bound.
 	timeline string
 }
@@ -92,8 +94,8 @@ func (r result) passRow() string {
 			verbs = append(verbs, fmt.Sprintf("%s %.0f", v, r.settled[v]))
 		}
 	}
-	return fmt.Sprintf("| %d / %d | %d | %s | %s | %s |", r.size.pods, r.size.nodes, r.passes, r.passMean.Round(time.Millisecond),
-		r.passP99, strings.Join(verbs, ", "))
+	return fmt.Sprintf("| %d / %d | %d | %s | %s | %d | %s | %s | %s |", r.size.pods, r.size.nodes, r.passes, r.passMean.Round(time.Millisecond),
+		r.passP99, r.idlePasses, r.idleMean.Round(time.Millisecond), r.idleP99, strings.Join(verbs, ", "))
 }
 
 // run measures one size; joist is the manager binary, or "" for the floor. With profileDir, the
@@ -243,6 +245,12 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 		if err != nil {
 			return res, err
 		}
+		// The passes so far, to tell the settle window's (idle: nothing left to place or remove)
+		// from those run while the pods were placed. One scrape more, before the window.
+		passesBound, err := passHistogram(metricsURL)
+		if err != nil {
+			return res, err
+		}
 		time.Sleep(settleWindow)
 		settleEnd, err := apiserverRequests(runCtx, cs)
 		if err != nil {
@@ -257,9 +265,12 @@ func run(ctx context.Context, sz size, joist string, timeout time.Duration, prof
 				return res, err
 			}
 		}
-		if res.passes, res.passMean, res.passP99, err = passDurations(metricsURL); err != nil {
+		passesEnd, err := passHistogram(metricsURL)
+		if err != nil {
 			return res, err
 		}
+		res.passes, res.passMean, res.passP99 = passesEnd.stats()
+		res.idlePasses, res.idleMean, res.idleP99 = passesEnd.since(passesBound).stats()
 		if res.rssMiB, res.cpuS, err = mgr.Stats(); err != nil {
 			return res, err
 		}
@@ -386,28 +397,32 @@ func byVerb(m map[string]float64) map[string]float64 {
 	return out
 }
 
-// passDurations reads the manager's joist_disruption_pass_duration_seconds histogram: the number of
-// passes, their mean and the bucket bound under which 99% fall.
-func passDurations(url string) (n int, mean, p99 time.Duration, err error) {
+// histogram is joist_disruption_pass_duration_seconds as scraped: its count, sum and cumulative
+// buckets by upper bound.
+type histogram struct {
+	count, sum float64
+	buckets    map[float64]float64
+}
+
+// passHistogram scrapes the manager's disruption pass histogram.
+func passHistogram(url string) (histogram, error) {
+	h := histogram{buckets: map[float64]float64{}}
 	resp, err := http.Get(url) //nolint:gosec // the benchmark's own manager on localhost
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("reading manager metrics: %w", err)
+		return h, fmt.Errorf("reading manager metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, 0, 0, err
+		return h, err
 	}
-	var sum, count float64
-	type bucket struct{ le, n float64 }
-	var buckets []bucket
 	for _, line := range strings.Split(string(body), "\n") {
 		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		switch {
 		case strings.HasPrefix(line, "joist_disruption_pass_duration_seconds_sum"):
-			sum = v
+			h.sum = v
 		case strings.HasPrefix(line, "joist_disruption_pass_duration_seconds_count"):
-			count = v
+			h.count = v
 		case strings.HasPrefix(line, `joist_disruption_pass_duration_seconds_bucket{le="`):
 			le := strings.TrimPrefix(line, `joist_disruption_pass_duration_seconds_bucket{le="`)
 			le = le[:strings.Index(le, `"`)]
@@ -416,21 +431,34 @@ func passDurations(url string) (n int, mean, p99 time.Duration, err error) {
 				bound, err = math.Inf(1), nil
 			}
 			if err == nil {
-				buckets = append(buckets, bucket{bound, v})
+				h.buckets[bound] = v
 			}
 		}
 	}
-	if count == 0 {
-		return 0, 0, 0, nil
+	return h, nil
+}
+
+// since is the passes observed after before.
+func (h histogram) since(before histogram) histogram {
+	out := histogram{count: h.count - before.count, sum: h.sum - before.sum, buckets: map[float64]float64{}}
+	for le, n := range h.buckets {
+		out.buckets[le] = n - before.buckets[le]
 	}
-	sort.Slice(buckets, func(i, j int) bool { return buckets[i].le < buckets[j].le })
-	for _, b := range buckets {
-		if b.n >= 0.99*count {
-			if !math.IsInf(b.le, 1) {
-				p99 = time.Duration(b.le * float64(time.Second))
+	return out
+}
+
+// stats are the number of passes, their mean and the bucket bound under which 99 % fall.
+func (h histogram) stats() (n int, mean, p99 time.Duration) {
+	if h.count == 0 {
+		return 0, 0, 0
+	}
+	for _, le := range slices.Sorted(maps.Keys(h.buckets)) {
+		if h.buckets[le] >= 0.99*h.count {
+			if !math.IsInf(le, 1) {
+				p99 = time.Duration(le * float64(time.Second))
 			}
 			break
 		}
 	}
-	return int(count), time.Duration(sum / count * float64(time.Second)), p99, nil
+	return int(h.count), time.Duration(h.sum / h.count * float64(time.Second)), p99
 }

@@ -22,6 +22,8 @@ var (
 	allocatableDesc = prometheus.NewDesc("karpenter_nodes_allocatable",
 		"Allocatable resources of Joist-managed nodes, by node, resource type and the node's well-known labels.",
 		LabelNames(metrics.LabelResourceType), nil)
+	// costLabelNames follow OpenCost's node labels (node, instance_type, region-less zone, arch) plus
+	// the Karpenter pool and capacity type.
 	costLabelNames = []string{"node", "nodepool", "instance_type", "capacity_type", "zone", "arch"}
 	costDesc       = prometheus.NewDesc("joist_node_cost_per_hour",
 		"Hourly price of the node's offering (instance type, zone, capacity type) in the cloud provider's catalog, in the catalog's currency (USD for the built-in catalogs).",
@@ -69,17 +71,15 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 	if err != nil {
 		return err
 	}
-	names := LabelNames()
+	names := LabelNames(metrics.LabelResourceType)
+	allocatable, cost := metrics.NewGauges(allocatableDesc, names), metrics.NewGauges(costDesc, costLabelNames)
 	prices := map[string][]*catalog.InstanceType{} // by pool, read once per scrape
 	var errs []error
+	values := make([]string, 0, len(names))
 	for _, node := range nodes {
-		labels := Labels(node)
-		values := make([]string, 0, len(names)+1)
-		for _, l := range names {
-			values = append(values, labels[l])
-		}
+		values = LabelValues(values[:0], node)
 		for name, q := range node.Status.Allocatable {
-			ch <- prometheus.MustNewConstMetric(allocatableDesc, prometheus.GaugeValue, q.AsApproximateFloat64(), append(values, ResourceType(name))...)
+			ch <- allocatable.Gauge(q.AsApproximateFloat64(), append(values, ResourceType(name))...)
 		}
 		pool := node.Labels[v1.NodePoolLabelKey]
 		its, seen := prices[pool]
@@ -90,7 +90,8 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			prices[pool] = its
 		}
 		if price, ok := catalog.OfferingPrice(its, node.Labels[v1.LabelInstanceType], node.Labels[v1.LabelTopologyZone], node.Labels[v1.CapacityTypeLabelKey]); ok {
-			ch <- prometheus.MustNewConstMetric(costDesc, prometheus.GaugeValue, price, costLabelValues(labels, node.Labels[v1.LabelArch])...)
+			ch <- cost.Gauge(price, node.Name, node.Labels[v1.NodePoolLabelKey], node.Labels[v1.LabelInstanceType],
+				node.Labels[v1.CapacityTypeLabelKey], node.Labels[v1.LabelTopologyZone], node.Labels[v1.LabelArch])
 		}
 	}
 	if len(errs) > 0 {
@@ -117,9 +118,3 @@ func (c *Collector) poolInstanceTypes(ctx context.Context, pool string) ([]*cata
 }
 
 func managed(node *corev1.Node) bool { return node.Labels[v1.NodePoolLabelKey] != "" }
-
-// costLabelValues follow OpenCost's node labels (node, instance_type, region-less zone, arch) plus the
-// Karpenter pool and capacity type, in costLabelNames' order.
-func costLabelValues(l map[string]string, arch string) []string {
-	return []string{l["node_name"], l["nodepool"], l["instance_type"], l["capacity_type"], l["zone"], arch}
-}

@@ -51,6 +51,30 @@ func LabelNames(extra ...string) []string {
 	return append(append(out, "node_name", "phase", "managed"), extra...)
 }
 
+// wellKnownKeys are the node label keys of LabelNames' well-known labels, in its order.
+var wellKnownKeys = func() []string {
+	byName := map[string]string{}
+	for key, l := range wellKnown {
+		byName[l] = key
+	}
+	names := LabelNames()
+	out := make([]string, 0, len(wellKnown))
+	for _, l := range names[:len(wellKnown)] {
+		out = append(out, byName[l])
+	}
+	return out
+}()
+
+// LabelValues appends the values of LabelNames() for node to out, in that order (what Labels holds,
+// without building a map).
+func LabelValues(out []string, node *corev1.Node) []string {
+	for _, key := range wellKnownKeys {
+		out = append(out, node.Labels[key])
+	}
+	_, managed := node.Labels[v1.NodePoolLabelKey]
+	return append(out, node.Name, string(node.Status.Phase), strconv.FormatBool(managed))
+}
+
 // Labels are the values of LabelNames() for node (managed: it carries karpenter.sh/nodepool).
 func Labels(node *corev1.Node) prometheus.Labels {
 	out := prometheus.Labels{"node_name": node.Name, "phase": string(node.Status.Phase)}
