@@ -192,7 +192,29 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 		}
 		memo.admitted[akey] = compat
 	}
-	cur, ci := s.nodeCost(n, compat, n.used)
+	// The compatible types by price (cheapest offering under the node's masks, index order among
+	// equal prices): the first that holds a part is what nodeCost would pick, without scanning
+	// every compatible type for each of the thousands of parts the pass prices.
+	byPrice, ok := memo.byPrice[akey]
+	if !ok {
+		compat.each(func(i int) bool {
+			if pr, _ := p.types[i].price(n.zoneMask, n.ctMask); pr >= 0 {
+				byPrice = append(byPrice, pairCand{i, pr})
+			}
+			return true
+		})
+		sort.SliceStable(byPrice, func(x, y int) bool { return byPrice[x].price < byPrice[y].price })
+		memo.byPrice[akey] = byPrice
+	}
+	nodeCost := func(used resVec) (float64, int) {
+		for _, c := range byPrice {
+			if lessEq(used, p.types[c.i].alloc) {
+				return c.price, c.i
+			}
+		}
+		return -1, -1
+	}
+	cur, ci := nodeCost(n.used)
 	if ci < 0 {
 		return false
 	}
@@ -238,8 +260,8 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
 		t := p.types[cheaper[ti].i]
 		for _, sp := range s.splits(n, order, byClass, t.alloc) {
-			ca, ai := s.nodeCost(n, compat, sp.usedA)
-			cb, bi := s.nodeCost(n, compat, sp.usedB)
+			ca, ai := nodeCost(sp.usedA)
+			cb, bi := nodeCost(sp.usedB)
 			if ai < 0 || bi < 0 {
 				continue
 			}
