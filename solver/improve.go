@@ -399,15 +399,17 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 	for {
 		copy(rem, alloc)
 		rem.sub(usedA)
-		bk, bestScore := -1, -1.0
+		bk, bestScore, eligible := -1, -1.0, 0
 		for k, idx := range byClass {
 			if taken[k] >= len(idx) {
 				continue
 			}
 			c := n.cls[idx[0]]
 			if !fitsIn(usedA, c.req, alloc) {
+				taken[k] = len(idx) // part A only fills up: a class that no longer fits is out for good
 				continue
 			}
+			eligible++
 			if sc := fitScore(c.req, rem, alloc); sc > bestScore {
 				bk, bestScore = k, sc
 			}
@@ -415,11 +417,19 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 		if bk < 0 {
 			break
 		}
-		i := byClass[bk][taken[bk]]
-		taken[bk]++
-		inA[i] = true
-		usedA.add(n.cls[i].req)
-		countA++
+		// With one class left that fits, the pod-by-pod fill would take it until it no longer
+		// fits or runs out: take those pods at once.
+		take := 1
+		if eligible == 1 {
+			take = max(1, fitCount(usedA, n.cls[byClass[bk][0]].req, alloc, len(byClass[bk])-taken[bk]))
+		}
+		for range take {
+			i := byClass[bk][taken[bk]]
+			taken[bk]++
+			inA[i] = true
+			usedA.add(n.cls[i].req)
+			countA++
+		}
 	}
 	usedB := s.scratchVec(3)
 	copy(usedB, n.used)
