@@ -53,6 +53,9 @@ type workTally struct {
 	// rebalance: pairs re-split (priced), and pairs passed over because an earlier call had
 	// priced the same two contents without gain (passMemo.pairFailed)
 	pairsPriced, pairsKnown, pairsFloored, splitsFloored int
+	// rebalance: candidate types of a priced pair passed over because the cheapest covers of
+	// what the largest candidate and that type leave cost at least the best split so far
+	pairTypesFloored int
 	// rebalance: re-splits priced cheaper that applyPair undid (the reshaped nodes did not cost
 	// less), and those it kept
 	pairsUndone, pairsKept int

@@ -92,4 +92,20 @@ type pairScratch struct {
 	both         node
 	order        []int
 	share        []float64
+	// rebalancePair's floors: what the largest candidate and part A's type leave of the pair
+	overV, restV resVec
+}
+
+func (pb *pairScratch) over(zero func() resVec) resVec {
+	if pb.overV == nil {
+		pb.overV = zero()
+	}
+	return pb.overV
+}
+
+func (pb *pairScratch) rest(zero func() resVec) resVec {
+	if pb.restV == nil {
+		pb.restV = zero()
+	}
+	return pb.restV
 }
