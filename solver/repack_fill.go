@@ -206,7 +206,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 				reqs = s.and(f.reqs, a)
 			}
 			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
-			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {
+			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !s.admitted(p, reqs).has(ti) {
 				ok[bi] = false
 				continue
 			}
