@@ -257,8 +257,19 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	if len(n.ports) == 0 {
 		byClass = s.splitBuf.byClass(n, order)
 	}
+	// Part A fills type t, so part B holds at least what t leaves of the node's use, and part A
+	// costs at least the cheapest type: when those already cost bestCost, no split filled to t
+	// beats it.
+	rest := s.scratchVec(5)
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
 		t := p.types[cheaper[ti].i]
+		for r := range rest {
+			rest[r] = max(0, n.used[r]-t.alloc[r])
+		}
+		if cb, _ := nodeCost(rest); !s.noPairTypeFloor && (cb < 0 || byPrice[0].price+cb >= bestCost) {
+			s.tally.splitTypesFloored++
+			continue
+		}
 		for _, sp := range s.splits(n, order, byClass, t.alloc) {
 			ca, ai := nodeCost(sp.usedA)
 			cb, bi := nodeCost(sp.usedB)

@@ -11,7 +11,7 @@ import (
 // them per solve, and allocating each fill's vectors afresh was most of those passes' garbage.
 type splitScratch struct {
 	inA   [2][]bool
-	used  [5]resVec // usedA, usedB of fillShare; usedA, usedB, room of fillBalanced
+	used  [6]resVec // usedA, usedB of fillShare; usedA, usedB, room of fillBalanced; the rest split floors by
 	taken []int
 	ports []hostPort
 	out   [2]split
