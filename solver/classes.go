@@ -127,8 +127,17 @@ func (p *prevKey) same(k *classKey) bool {
 	return p.ok && p.k.NS == k.NS && p.k.Priority == k.Priority && slices.Equal(p.k.Req, k.Req) &&
 		(p.k.Labels == nil) == (k.Labels == nil) && maps.Equal(p.k.Labels, k.Labels) && maps.Equal(p.k.NodeSel, k.NodeSel) &&
 		slices.Equal(p.k.Ports, k.Ports) && slices.Equal(p.k.Claims, k.Claims) &&
-		reflect.DeepEqual(p.k.Affinity, k.Affinity) && reflect.DeepEqual(p.k.Tolerations, k.Tolerations) &&
-		reflect.DeepEqual(p.k.Spread, k.Spread)
+		(p.k.Affinity == k.Affinity || reflect.DeepEqual(p.k.Affinity, k.Affinity)) &&
+		sameSlice(p.k.Tolerations, k.Tolerations) && sameSlice(p.k.Spread, k.Spread)
+}
+
+// sameSlice is reflect.DeepEqual for two slices, without boxing them when both are empty of the
+// same nil-ness (most pods' tolerations and spread constraints).
+func sameSlice[T any](a, b []T) bool {
+	if len(a) == 0 && len(b) == 0 && (a == nil) == (b == nil) {
+		return true
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // claimNames are the keys of p's attachable volumes (PodVolumes).

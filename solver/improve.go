@@ -192,7 +192,29 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 		}
 		memo.admitted[akey] = compat
 	}
-	cur, ci := s.nodeCost(n, compat, n.used)
+	// The compatible types by price (cheapest offering under the node's masks, index order among
+	// equal prices): the first that holds a part is what nodeCost would pick, without scanning
+	// every compatible type for each of the thousands of parts the pass prices.
+	byPrice, ok := memo.byPrice[akey]
+	if !ok {
+		compat.each(func(i int) bool {
+			if pr, _ := p.types[i].price(n.zoneMask, n.ctMask); pr >= 0 {
+				byPrice = append(byPrice, pairCand{i, pr})
+			}
+			return true
+		})
+		sort.SliceStable(byPrice, func(x, y int) bool { return byPrice[x].price < byPrice[y].price })
+		memo.byPrice[akey] = byPrice
+	}
+	nodeCost := func(used resVec) (float64, int) {
+		for _, c := range byPrice {
+			if lessEq(used, p.types[c.i].alloc) {
+				return c.price, c.i
+			}
+		}
+		return -1, -1
+	}
+	cur, ci := nodeCost(n.used)
 	if ci < 0 {
 		return false
 	}
@@ -235,11 +257,22 @@ func (s *solver) split(n *node, memo *passMemo) bool {
 	if len(n.ports) == 0 {
 		byClass = s.splitBuf.byClass(n, order)
 	}
+	// Part A fills type t, so part B holds at least what t leaves of the node's use, and part A
+	// costs at least the cheapest type: when those already cost bestCost, no split filled to t
+	// beats it.
+	rest := s.scratchVec(5)
 	for ti := len(cheaper) - 1; ti >= 0; ti -= step {
 		t := p.types[cheaper[ti].i]
+		for r := range rest {
+			rest[r] = max(0, n.used[r]-t.alloc[r])
+		}
+		if cb, _ := nodeCost(rest); !s.noPairTypeFloor && (cb < 0 || byPrice[0].price+cb >= bestCost) {
+			s.tally.splitTypesFloored++
+			continue
+		}
 		for _, sp := range s.splits(n, order, byClass, t.alloc) {
-			ca, ai := s.nodeCost(n, compat, sp.usedA)
-			cb, bi := s.nodeCost(n, compat, sp.usedB)
+			ca, ai := nodeCost(sp.usedA)
+			cb, bi := nodeCost(sp.usedB)
 			if ai < 0 || bi < 0 {
 				continue
 			}
@@ -377,15 +410,17 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 	for {
 		copy(rem, alloc)
 		rem.sub(usedA)
-		bk, bestScore := -1, -1.0
+		bk, bestScore, eligible := -1, -1.0, 0
 		for k, idx := range byClass {
 			if taken[k] >= len(idx) {
 				continue
 			}
 			c := n.cls[idx[0]]
 			if !fitsIn(usedA, c.req, alloc) {
+				taken[k] = len(idx) // part A only fills up: a class that no longer fits is out for good
 				continue
 			}
+			eligible++
 			if sc := fitScore(c.req, rem, alloc); sc > bestScore {
 				bk, bestScore = k, sc
 			}
@@ -393,11 +428,19 @@ func (s *solver) fillBalanced(n *node, byClass [][]int, alloc resVec) ([]bool, r
 		if bk < 0 {
 			break
 		}
-		i := byClass[bk][taken[bk]]
-		taken[bk]++
-		inA[i] = true
-		usedA.add(n.cls[i].req)
-		countA++
+		// With one class left that fits, the pod-by-pod fill would take it until it no longer
+		// fits or runs out: take those pods at once.
+		take := 1
+		if eligible == 1 {
+			take = max(1, fitCount(usedA, n.cls[byClass[bk][0]].req, alloc, len(byClass[bk])-taken[bk]))
+		}
+		for range take {
+			i := byClass[bk][taken[bk]]
+			taken[bk]++
+			inA[i] = true
+			usedA.add(n.cls[i].req)
+			countA++
+		}
 	}
 	usedB := s.scratchVec(3)
 	copy(usedB, n.used)

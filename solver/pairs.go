@@ -239,8 +239,25 @@ func (s *solver) rebalancePair(p *pool, a, b *node, kind map[*class]int) bool {
 	byClass := s.splitBuf.byClass(both, order)
 	step := max(1, len(cands)/pairTypes)
 	best, bestA := cur*(1-1e-9), []bool(nil)
+	// Both parts go on candidate types, so part B is at least what part A's type t leaves of
+	// the pair's use and part A at least what the largest candidate leaves: when those two
+	// cheapest covers already cost best, no split filled to t beats it.
+	over, rest := pb.over(s.d.zero), pb.rest(s.d.zero)
+	for r := range used {
+		over[r] = max(0, used[r]-ref[r])
+	}
+	floorA := costOf(over)
 	for ti := len(cands) - 1; ti >= 0; ti -= step {
 		t := p.types[cands[ti].i]
+		for r := range used {
+			rest[r] = max(0, used[r]-t.alloc[r])
+		}
+		if s.noPairTypeFloor {
+			// (tests: every candidate type's splits priced)
+		} else if cb := costOf(rest); floorA < 0 || cb < 0 || floorA+cb >= best {
+			s.tally.pairTypesFloored++
+			continue
+		}
 		for _, sp := range s.splits(both, order, byClass, t.alloc) {
 			ca := costOf(sp.usedA)
 			if ca < 0 || ca >= best {

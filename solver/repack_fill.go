@@ -178,7 +178,12 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 		}
 		bi, bestScore, eligible := -1, -1.0, 0
 		for i, it := range items[:limit] {
-			if !ok[i] || f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
+			if !ok[i] {
+				continue
+			}
+			// The node only fills up: an item out of pods or that no longer fits is out for good.
+			if f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
+				ok[i] = false
 				continue
 			}
 			eligible++
@@ -201,7 +206,7 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 				reqs = s.and(f.reqs, a)
 			}
 			zm, cm := f.zm&a.zoneMask, f.cm&a.ctMask
-			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !typeAdmits(p, t, reqs, s.zones, s.cts) {
+			if reqs.Conflict() != "" || t.zonesFor(zm, cm) == 0 || !s.admitted(p, reqs).has(ti) {
 				ok[bi] = false
 				continue
 			}

@@ -108,6 +108,7 @@ type passMemo struct {
 	solutions    map[string]*lpPlan
 	unsplittable map[string]bool
 	admitted     map[string]bitset
+	byPrice      map[string][]pairCand // admitted's types with an offering, by price (split)
 	rank         map[*class]int
 	lpFull       float64 // the share lpPack's nodes must be full to
 	// patterns: the LP-started repack rounds the pattern LP (patternPack) instead of the
@@ -125,7 +126,7 @@ type passMemo struct {
 }
 
 func newPassMemo(classes []*class) *passMemo {
-	m := &passMemo{solutions: map[string]*lpPlan{}, unsplittable: map[string]bool{}, admitted: map[string]bitset{},
+	m := &passMemo{solutions: map[string]*lpPlan{}, unsplittable: map[string]bool{}, admitted: map[string]bitset{}, byPrice: map[string][]pairCand{},
 		pairFailed: map[[2]string]bool{}, rank: make(map[*class]int, len(classes)), lpFull: lpFullTopUp}
 	for i, c := range classes {
 		m.rank[c] = i

@@ -52,6 +52,9 @@ type solver struct {
 	// thousands of candidate splits and pairs a solve tries (splitscratch.go)
 	splitBuf splitScratch
 	pairBuf  pairScratch
+	// noPairTypeFloor: tests only — the split pass and rebalancePair price every candidate
+	// type's splits, to check that the floors they skip them by change nothing
+	noPairTypeFloor bool
 }
 
 type dsPod struct {

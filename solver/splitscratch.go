@@ -11,7 +11,7 @@ import (
 // them per solve, and allocating each fill's vectors afresh was most of those passes' garbage.
 type splitScratch struct {
 	inA   [2][]bool
-	used  [5]resVec // usedA, usedB of fillShare; usedA, usedB, room of fillBalanced
+	used  [6]resVec // usedA, usedB of fillShare; usedA, usedB, room of fillBalanced; the rest split floors by
 	taken []int
 	ports []hostPort
 	out   [2]split
@@ -92,4 +92,20 @@ type pairScratch struct {
 	both         node
 	order        []int
 	share        []float64
+	// rebalancePair's floors: what the largest candidate and part A's type leave of the pair
+	overV, restV resVec
+}
+
+func (pb *pairScratch) over(zero func() resVec) resVec {
+	if pb.overV == nil {
+		pb.overV = zero()
+	}
+	return pb.overV
+}
+
+func (pb *pairScratch) rest(zero func() resVec) resVec {
+	if pb.restV == nil {
+		pb.restV = zero()
+	}
+	return pb.restV
 }

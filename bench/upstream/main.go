@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -46,6 +47,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	joistRuns := fs.Int("joist-runs", 3, "Joist solves per input; the median time is reported")
 	fakeTypes := fs.Bool("upstream-fake-types", false, "give upstream its own fake.InstanceTypes(400) instead of the converted benchdata types (cross-check for the diverse shape)")
 	markdown := fs.Bool("markdown", false, "print a Markdown table instead of aligned text")
+	scenarios := fs.String("scenarios", "", "comma-separated scenario directories of the realistic-p kind (manifests/*.yaml, catalog.yaml; e.g. ../../solver/testdata/realistic-p/p4-large-2k), run after the shapes; -shapes '' runs only these")
 	consolidation := fs.Bool("consolidation", false, "run the consolidation side by side (under-used and full clusters) instead")
 	consolidationNodes := fs.Int("consolidation-nodes", 1000, "nodes of the consolidation clusters (10 pods each)")
 	consolidationClusters := fs.String("consolidation-clusters", "underused,full,roundrobin", "comma-separated consolidation clusters: underused, full, roundrobin")
@@ -67,6 +69,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "GOMAXPROCS=%d, upstream workers=%d\n", runtime.GOMAXPROCS(0), *workers)
 	var rows []row
 	for _, name := range strings.Split(*shapes, ",") {
+		if strings.TrimSpace(name) == "" {
+			continue
+		}
 		shape := benchdata.Shape(strings.TrimSpace(name))
 		shapeNs := ns
 		if isRealistic(shape) {
@@ -85,6 +90,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "%s/%d: upstream %.3fs (+%.3fs setup)\n", shape, n, r.upstream.Seconds, r.upstream.SetupSeconds)
 			rows = append(rows, r)
 		}
+	}
+	for _, dir := range strings.Split(*scenarios, ",") {
+		if dir = strings.TrimSpace(dir); dir == "" {
+			continue
+		}
+		in, err := loadScenario(dir)
+		if err != nil {
+			return err
+		}
+		name, n := filepath.Base(dir), len(in.Pods)
+		r := row{shape: benchdata.Shape(name), pods: n, joist: runJoistMedian(in, *joistRuns)}
+		fmt.Fprintf(stderr, "%s (%d pods): joist %.3fs; running upstream...\n", name, n, r.joist.Seconds)
+		if r.upstream, err = runUpstream(in, *workers, *fakeTypes); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Fprintf(stderr, "%s: upstream %.3fs (+%.3fs setup)\n", name, r.upstream.Seconds, r.upstream.SetupSeconds)
+		rows = append(rows, r)
 	}
 	if *markdown {
 		printMarkdown(stdout, rows)
