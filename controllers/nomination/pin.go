@@ -262,31 +262,15 @@ func (c *Controller) liftPin(ctx context.Context, claim string) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
-// anyPending reports whether a pod planned onto the claim is still pending in the cache. It reads
-// the binds from the pods it lists: one it finds bound is recorded as bound here (recordBind, which
-// the pod queue's handler also calls, maybe only after this lift ran: the bind's event requeues
-// both), so an off-plan binding has swapped a pod of its workload into this claim's slot before the
-// pin is judged free — and that pod is listed too.
+// anyPending reports whether a pod planned onto the claim is still pending in the cache (the store
+// learns of a bind from another informer handler, which may run after the one that requeued the lift).
 func (c *Controller) anyPending(ctx context.Context, claim string) bool {
-	for {
-		recorded := false
-		for _, uid := range c.store.PodsOf(claim) {
-			pod, err := c.podByUID(ctx, uid)
-			switch {
-			case err != nil:
-				return true
-			case pod == nil || !pod.DeletionTimestamp.IsZero():
-			case pod.Spec.NodeName != "":
-				c.recordBind(ctx, pod) // drops it from the claim's pods: each pass records fewer
-				recorded = true
-			default:
-				return true
-			}
-		}
-		if !recorded {
-			return false
+	for _, uid := range c.store.PodsOf(claim) {
+		if pod, err := c.podByUID(ctx, uid); err != nil || pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp.IsZero() {
+			return true
 		}
 	}
+	return false
 }
 
 // untilStale is how long until the claim's nominations go stale (NominationTTL after it

@@ -146,7 +146,7 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 
 // recordBind keeps the store in step with a bound pod: an off-plan binding swaps a pod of its
 // workload into its slot, and its nomination is dropped. Idempotent: both the pod queue's handler
-// and a pin's lift (anyPending) call it, in either order.
+// and the release loop's pin mapping call it, in either order.
 func (c *Controller) recordBind(ctx context.Context, pod *corev1.Pod) {
 	c.swapOffPlan(ctx, pod)
 	c.store.Bound(pod.UID, c.clock.Now())

@@ -100,13 +100,15 @@ func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []re
 	return out
 }
 
-// releaseKeyOfPod maps a bound pod that tolerates pin taints to those pins' lifts, and a pod update
-// that shows the last nomination a release waits for to that release; every other pod event maps to
-// nothing.
-func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []reconcile.Request {
+// releaseKeyOfPod maps a pod update that shows the last nomination a release waits for to that
+// release; every other pod event maps to nothing.
+func (c *Controller) releaseKeyOfPod(ctx context.Context, o client.Object) []reconcile.Request {
 	pod := o.(*corev1.Pod)
 	if pins := releaseKeysOfPin(pod); len(pins) > 0 {
-		return pins // the lift reads the bind from the pod itself (anyPending)
+		// The pod queue's handler records the bind too, but may run after this one: the lift this
+		// requeues must not find the pod still planned.
+		c.recordBind(ctx, pod)
+		return pins
 	}
 	if pod.Spec.NodeName == "" && c.store.WrittenSince(pod.UID, pod.ResourceVersion) {
 		return nil // a copy older than our write
