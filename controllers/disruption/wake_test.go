@@ -22,8 +22,11 @@ func TestAGoneCommandClaimStartsTheNextPassAtOnce(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	c := New(nil, nil, nil, nil, nil, nil, clk, DefaultOptions())
 	c.trackDeletions(&cluster{claims: []*v1.NodeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}}, []string{"a"})
-	// atOnce reports whether the pass after the deletion came without the clock moving.
-	atOnce := func(deleted any) bool {
+	// atOnce reports whether the pass after the deletion came without the clock moving, given
+	// patience of real time for the waiting goroutine to see it: short where a pass is expected
+	// not to come (a slow machine only makes that check weaker), long where one is expected (a
+	// slow machine must not fail it).
+	atOnce := func(deleted any, patience time.Duration) bool {
 		t.Helper()
 		done := make(chan bool, 1)
 		go func() { done <- c.waitForPass(context.Background(), clk.Now()) }()
@@ -31,7 +34,7 @@ func TestAGoneCommandClaimStartsTheNextPassAtOnce(t *testing.T) {
 		select {
 		case <-done:
 			return true
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(patience):
 		}
 		for !clk.HasWaiters() {
 			time.Sleep(time.Millisecond)
@@ -40,13 +43,13 @@ func TestAGoneCommandClaimStartsTheNextPassAtOnce(t *testing.T) {
 		<-done
 		return false
 	}
-	if atOnce(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}) {
+	if atOnce(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, 300*time.Millisecond) {
 		t.Error("a pod's deletion started a pass before drainPoll")
 	}
-	if atOnce(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "other"}}) {
+	if atOnce(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, 300*time.Millisecond) {
 		t.Error("the deletion of a claim no command of this process deleted started a pass before drainPoll")
 	}
-	if !atOnce(toolscache.DeletedFinalStateUnknown{Key: "a", Obj: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}) {
+	if !atOnce(toolscache.DeletedFinalStateUnknown{Key: "a", Obj: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}}, 10*time.Second) {
 		t.Error("the command's claim gone: the next pass waited for drainPoll")
 	}
 }
