@@ -21,6 +21,7 @@ import (
 
 	"github.com/joist-dev/joist/solver"
 	"github.com/joist-dev/joist/solver/benchdata"
+	"github.com/joist-dev/joist/test/scenario"
 )
 
 func main() {
@@ -95,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if dir = strings.TrimSpace(dir); dir == "" {
 			continue
 		}
-		in, err := loadScenario(dir)
+		in, err := scenario.Load(dir)
 		if err != nil {
 			return err
 		}
