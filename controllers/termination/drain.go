@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -123,46 +124,24 @@ func mustDelete(pod *corev1.Pod, deadline *time.Time, now time.Time) bool {
 // take 4 s of the 10 s a consolidation command has (issue #20's time target; session 18's bench
 // logs). The apiserver still decides each eviction against the PodDisruptionBudgets, whose status
 // it updates with optimistic concurrency, so concurrent evictions cannot take more than a budget
-// allows. It reports whether one was refused, and the first error.
-func (c *Controller) evictAll(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) (refused bool, err error) {
-	workers := min(len(pods), max(1, c.opts.MaxConcurrentEvictions))
-	if workers <= 1 {
-		for _, pod := range pods {
+// allows. Every pod is tried; it reports whether one was refused, and every error.
+func (c *Controller) evictAll(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) (bool, error) {
+	var g errgroup.Group
+	g.SetLimit(max(1, c.opts.MaxConcurrentEvictions))
+	var refused atomic.Bool
+	errs := make([]error, len(pods))
+	for i, pod := range pods {
+		g.Go(func() error {
 			r, err := c.evict(ctx, node, pod)
-			if err != nil {
-				return false, err
+			if r {
+				refused.Store(true)
 			}
-			refused = refused || r
-		}
-		return refused, nil
+			errs[i] = err
+			return nil
+		})
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		next = make(chan *corev1.Pod)
-		wg   sync.WaitGroup
-	)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pod := range next {
-				r, err := c.evict(ctx, node, pod)
-				mu.Lock()
-				refused = refused || r
-				if err != nil {
-					errs = append(errs, err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, pod := range pods {
-		next <- pod
-	}
-	close(next)
-	wg.Wait()
-	return refused, errors.Join(errs...)
+	_ = g.Wait() // the evictions' errors are in errs
+	return refused.Load(), errors.Join(errs...)
 }
 
 func (c *Controller) evict(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (refused bool, err error) {
