@@ -65,23 +65,12 @@ var wellKnownKeys = func() []string {
 	return out
 }()
 
-// LabelValues appends the values of LabelNames() for node to out, in that order (what Labels holds,
-// without building a map).
+// LabelValues appends the values of LabelNames() for node to out, in that order (the well-known labels,
+// node_name, phase, and managed: whether it carries karpenter.sh/nodepool).
 func LabelValues(out []string, node *corev1.Node) []string {
 	for _, key := range wellKnownKeys {
 		out = append(out, node.Labels[key])
 	}
 	_, managed := node.Labels[v1.NodePoolLabelKey]
 	return append(out, node.Name, string(node.Status.Phase), strconv.FormatBool(managed))
-}
-
-// Labels are the values of LabelNames() for node (managed: it carries karpenter.sh/nodepool).
-func Labels(node *corev1.Node) prometheus.Labels {
-	out := prometheus.Labels{"node_name": node.Name, "phase": string(node.Status.Phase)}
-	for key, l := range wellKnown {
-		out[l] = node.Labels[key]
-	}
-	_, managed := node.Labels[v1.NodePoolLabelKey]
-	out["managed"] = strconv.FormatBool(managed)
-	return out
 }
