@@ -21,22 +21,27 @@ import (
 
 // ScrapeMetrics reads and parses a Prometheus text endpoint (a manager's plain-HTTP metrics).
 func ScrapeMetrics(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	return scrape(ctx, http.DefaultClient, url, "the manager's metrics")
+}
+
+// scrape reads and parses the Prometheus text endpoint url with c; what names it in errors.
+func scrape(ctx context.Context, c *http.Client, url, what string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("scraping the manager's metrics: %w", err)
+		return nil, fmt.Errorf("scraping %s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping the manager's metrics: %s", resp.Status)
+		return nil, fmt.Errorf("scraping %s: %s", what, resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("parsing the manager's metrics: %w", err)
+		return nil, fmt.Errorf("parsing %s: %w", what, err)
 	}
 	return families, nil
 }
@@ -158,22 +163,5 @@ func ScrapeLoopbackTLS(ctx context.Context, url string) (map[string]*dto.MetricF
 	if !strings.HasPrefix(url, "https://127.0.0.1:") {
 		return nil, fmt.Errorf("scraping %s: only a loopback HTTPS endpoint is scraped without verifying its certificate", url)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := loopbackTLS.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping %s: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parsing %s: %w", url, err)
-	}
-	return families, nil
+	return scrape(ctx, loopbackTLS, url, url)
 }
