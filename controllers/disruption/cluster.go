@@ -126,8 +126,8 @@ func (c *Controller) refresh(ctx context.Context, cl *cluster) error {
 	}
 	cl.claims = c.writes.overlay(claims, c.clock.Now())
 	cl.claimsInFlight = 0
+	c.writes.claimVersions(cl.claims, versions)
 	for _, nc := range cl.claims {
-		versions.add("claim", nc.Name, nc.ResourceVersion, !nc.DeletionTimestamp.IsZero())
 		if nc.DeletionTimestamp.IsZero() && !nc.IsTrue(v1.ConditionTypeInitialized) {
 			cl.claimsInFlight++
 		}

@@ -129,7 +129,7 @@ func TestPassLeavesTheCachedClaimsAlone(t *testing.T) {
 	if o, _, _ := store.GetByKey("node-a"); claimNamed(cl, "node-a") != o.(*v1.NodeClaim) {
 		t.Error("the pass read a copy of the cached claim, not the cache's own object")
 	}
-	if err := c.Reconcile(ctx); err != nil {
+	if err := passAndWrite(ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	got := &v1.NodeClaim{}

@@ -60,6 +60,8 @@ type Controller struct {
 	// a pass reads its own writes without listing claims from the apiserver.
 	kube   client.Client
 	writes *ownWrites
+	// status sends the status patches the pass does not read back, off the pass (statuswriter.go).
+	status *statusWriter
 	// apiReader reads single NodeClaims from the apiserver, uncached, before a command writes them.
 	apiReader client.Reader
 	cloud     cloudprovider.CloudProvider
@@ -118,7 +120,7 @@ type Controller struct {
 func New(kube client.Client, apiReader client.Reader, cloud cloudprovider.CloudProvider, snapshots Snapshotter, reservations Reserver,
 	recorder events.EventRecorder, clk clock.WithTicker, opts Options) *Controller {
 	writes := newOwnWrites()
-	return &Controller{kube: recordingClient{Client: kube, writes: writes}, writes: writes, apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
+	return &Controller{kube: recordingClient{Client: kube, writes: writes}, writes: writes, status: newStatusWriter(), apiReader: apiReader, cloud: cloud, snapshots: snapshots, reservations: reservations, recorder: recorder, clock: clk,
 		opts: opts, podSets: map[string]podSet{}, blocked: map[string]string{}, restored: map[string]bool{}, deleting: map[string]time.Time{}, moves: disruptionpolicy.Moves{}, movedOnto: map[string]time.Time{}, backoff: map[string]time.Time{}, ownReserved: map[string]*ownReservation{}, nudges: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
 }
 
@@ -145,6 +147,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	if err := c.watchDeletions(ctx); err != nil {
 		return err
 	}
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		c.runStatusWriter(ctx)
+	}()
+	defer func() { <-writer }()
 	for {
 		passStart := c.clock.Now()
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
@@ -286,12 +294,14 @@ func (c *Controller) trackDeletions(cl *cluster, executed []string) {
 func (c *Controller) Reconcile(ctx context.Context) error {
 	now := c.clock.Now()
 	defer observePass(c.clock, now)
+	phase := now
 	cl, err := c.readCluster(ctx)
 	if err != nil {
 		return err
 	}
 	c.forgetGone(cl)
 	c.restoreFresh(cl)
+	observePhase(c.clock, "read", &phase)
 	writes := c.writes.writes.Load()
 	var errs []error
 	errs = append(errs, c.resumeCommands(ctx, cl))
@@ -306,19 +316,24 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, c.expire(ctx, cl, now))
+	observePhase(c.clock, "resume", &phase)
 	members := c.members(cl, now)
 	errs = append(errs, c.updateStatus(ctx, cl, members, now))
+	observePhase(c.clock, "status", &phase)
 	errs = append(errs, c.advanceAll(ctx, cl))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	// Re-read: the steps above wrote conditions and deleted claims the plan must see. A pass that
-	// wrote nothing (the idle case) plans on its first read, taken a moment ago.
+	// wrote nothing (the idle case) plans on its first read, taken a moment ago. The status
+	// writer's patches, off the pass, write nothing a decision reads and do not count.
 	if c.writes.writes.Load() != writes {
 		if err := c.refresh(ctx, cl); err != nil {
 			return err
 		}
 	}
+	observePhase(c.clock, "advance", &phase)
+	defer observePhase(c.clock, "decide", &phase)
 	return c.decide(ctx, cl, c.members(cl, c.clock.Now()))
 }
 

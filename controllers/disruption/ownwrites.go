@@ -25,7 +25,10 @@ type ownWrites struct {
 	written map[string]writtenClaim
 	// statuses are the status patches whose answers are not kept (see keepStatus in status.go).
 	statuses map[string]statusWrite
-	deleted  map[string]time.Time
+	// aliases are the claims whose current version differs from an earlier one only by this loop's
+	// status writes (ownStatusOnly): the idle memo keys on the earlier one (claimVersions).
+	aliases map[string]versionAlias
+	deleted map[string]time.Time
 	// writes counts every write through the loop's client, of any kind: a pass that made none need
 	// not read again what it read a moment ago.
 	writes atomic.Int64
@@ -41,7 +44,7 @@ type writtenClaim struct {
 }
 
 func newOwnWrites() *ownWrites {
-	return &ownWrites{written: map[string]writtenClaim{}, deleted: map[string]time.Time{}, statuses: map[string]statusWrite{}}
+	return &ownWrites{written: map[string]writtenClaim{}, deleted: map[string]time.Time{}, statuses: map[string]statusWrite{}, aliases: map[string]versionAlias{}}
 }
 
 func (w *ownWrites) wrote(obj client.Object) { w.record(obj, false) }
@@ -180,4 +183,51 @@ func (r recordingStatus) Patch(ctx context.Context, obj client.Object, patch cli
 		r.writes.wrote(obj)
 	}
 	return err
+}
+
+// versionAlias: resource version rv of a claim reads, for the idle memo, as version as.
+type versionAlias struct{ rv, as string }
+
+// aliasStatus records that this loop's status patch took the claim from version from to version
+// to and changed nothing a decision reads: to reads as from (or as what from reads as, after
+// several such patches).
+func (w *ownWrites) aliasStatus(name, from, to string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	as := from
+	if a, ok := w.aliases[name]; ok && a.rv == from {
+		as = a.as
+	}
+	w.aliases[name] = versionAlias{rv: to, as: as}
+}
+
+// claimVersions adds the claims' resource versions to versions, each as it reads for the idle memo
+// (aliases): a claim only the status writer changed since the last pass hashes as before, so the
+// Consolidatable conditions and lastPodEventTimes this loop writes do not make the next pass plan
+// again. Any other write (a newer version than the alias's) ends the alias.
+func (w *ownWrites) claimVersions(claims []*v1.NodeClaim, versions *versionHash) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var live map[string]bool
+	if len(w.aliases) > 0 {
+		live = make(map[string]bool, len(claims))
+	}
+	for _, nc := range claims {
+		rv := nc.ResourceVersion
+		if a, ok := w.aliases[nc.Name]; ok {
+			live[nc.Name] = true
+			switch {
+			case a.rv == rv:
+				rv = a.as
+			case newer(rv, a.rv):
+				delete(w.aliases, nc.Name)
+			}
+		}
+		versions.add("claim", nc.Name, rv, !nc.DeletionTimestamp.IsZero())
+	}
+	for name := range w.aliases {
+		if !live[name] {
+			delete(w.aliases, name)
+		}
+	}
 }

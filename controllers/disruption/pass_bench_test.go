@@ -225,7 +225,7 @@ func (s cacheSnapshot) ClusterSnapshot(ctx context.Context) (solver.Input, error
 // fullCluster is n full 2-cpu nodes (five 350m pods each), every claim settled: a pass has nothing
 // to do.
 func fullCluster(n int) []client.Object {
-	long := metav1.NewTime(time.Now().Add(-time.Hour))
+	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second)) // as the apiserver stores times
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: v1.NodePoolSpec{
 		Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: "joist.dev/instance-cpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"2"}},

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,8 +51,8 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 		condsChanged := observeConditions(&scratch, m.claim, reason, m.consolidatable, msg)
 		lastPodEvent := metav1.NewTime(m.lastPodEvent.Truncate(time.Second))
 		eventChanged := !lastPodEvent.Equal(&m.claim.Status.LastPodEventTime) && (condsChanged || c.lastPodEventDue(m, now))
-		if (condsChanged || eventChanged) && !c.writes.statusPending(m.claim) {
-			p := statusPatch{name: m.claim.Name}
+		if (condsChanged || eventChanged) && !c.status.busy(m.claim.Name) && !c.writes.statusPending(m.claim) {
+			p := statusPatch{name: m.claim.Name, from: m.claim}
 			if condsChanged {
 				p.conditions = slices.Clone(scratch.Status.Conditions)
 				p.keepAnswer = driftChanged(m.claim, &scratch)
@@ -69,7 +68,18 @@ func (c *Controller) updateStatus(ctx context.Context, cl *cluster, members []*m
 			c.blockedEvent(m, "")
 		}
 	}
-	return errors.Join(append(errs, c.patchStatuses(ctx, patches))...)
+	// The patches the rest of the pass reads back (Drifted: decide) are written now; the others
+	// (Consolidatable, lastPodEventTime) go to the status writer, off the pass.
+	var inPass, later []statusPatch
+	for _, p := range patches {
+		if p.keepAnswer {
+			inPass = append(inPass, p)
+		} else {
+			later = append(later, p)
+		}
+	}
+	c.status.enqueue(later)
+	return errors.Join(append(errs, c.patchStatuses(ctx, inPass))...)
 }
 
 // observeConditions puts into scratch.Status.Conditions the stored claim's conditions as this loop
@@ -131,9 +141,13 @@ type statusPatch struct {
 	name             string
 	conditions       []metav1.Condition
 	lastPodEventTime *metav1.Time
-	// keepAnswer: the patch changes what the rest of the pass reads (Drifted: decide), so its answer
-	// is laid over the cache until the cache shows it (ownWrites).
+	// keepAnswer: the patch changes what the rest of the pass reads (Drifted: decide), so it is
+	// written within the pass and its answer is laid over the cache until the cache shows it
+	// (ownWrites). Any other patch goes to the status writer (statuswriter.go).
 	keepAnswer bool
+	// from is the cached claim the patch was worked out from (only read): an answer that differs
+	// from it only in what the patch writes does not change what the idle memo keys on (aliasStatus).
+	from *v1.NodeClaim
 }
 
 // driftChanged reports whether observed's Drifted condition reads differently from stored's (decide
@@ -157,31 +171,6 @@ func (p statusPatch) data() ([]byte, error) {
 		status["lastPodEventTime"] = p.lastPodEventTime
 	}
 	return json.Marshal(map[string]any{"status": status})
-}
-
-// patchStatuses writes the claims' statuses, up to statusPatchParallelism at once; every patch is
-// tried, and the errors are returned together.
-func (c *Controller) patchStatuses(ctx context.Context, patches []statusPatch) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	slots := make(chan struct{}, statusPatchParallelism)
-	for _, p := range patches {
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := c.patchStatus(ctx, p); client.IgnoreNotFound(err) != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("patching nodeclaim %s status: %w", p.name, err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // patchStatus sends one claim's status patch. The apiserver's answer is decoded into a claim of its
@@ -208,6 +197,9 @@ func (c *Controller) patchStatus(ctx context.Context, p statusPatch) error {
 		c.writes.keep(answer)
 	} else {
 		c.writes.keepStatus(answer.Name, answer.ResourceVersion)
+		if p.from != nil && ownStatusOnly(p.from, answer) {
+			c.writes.aliasStatus(answer.Name, p.from.ResourceVersion, answer.ResourceVersion)
+		}
 	}
 	return nil
 }
@@ -219,9 +211,9 @@ type statusWrite struct {
 }
 
 // keepStatus remembers that this loop patched the claim's status to resourceVersion, until the cache
-// shows it (statusPending).
+// shows it (statusPending). It is the status writer's, off the pass, and what it wrote no decision
+// reads: it does not count as a write that makes the pass read again (writes).
 func (w *ownWrites) keepStatus(name, resourceVersion string) {
-	w.writes.Add(1)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.statuses[name] = statusWrite{resourceVersion: resourceVersion, at: time.Now()}
