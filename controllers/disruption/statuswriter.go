@@ -27,12 +27,12 @@ import (
 // observes the same claim again on its next pass); a claim whose patch is in flight is not observed
 // again until its answer is known (statusPending then covers the cache's lag).
 type statusWriter struct {
-	queue chan struct{} // wakes the writer (at most one wake waits)
+	wake  chan struct{} // wakes the writer (at most one wake waits)
 	state *statusQueue
 }
 
 func newStatusWriter() *statusWriter {
-	return &statusWriter{queue: make(chan struct{}, 1), state: &statusQueue{queued: map[string]statusPatch{}, inFlight: map[string]bool{}}}
+	return &statusWriter{wake: make(chan struct{}, 1), state: &statusQueue{queued: map[string]statusPatch{}, inFlight: map[string]bool{}}}
 }
 
 // enqueue hands the patches over and wakes the writer; it does not wait for them.
@@ -42,7 +42,7 @@ func (w *statusWriter) enqueue(patches []statusPatch) {
 	}
 	w.state.add(patches)
 	select {
-	case w.queue <- struct{}{}:
+	case w.wake <- struct{}{}:
 	default:
 	}
 }
@@ -50,14 +50,14 @@ func (w *statusWriter) enqueue(patches []statusPatch) {
 // busy reports whether the claim has a patch queued or in flight.
 func (w *statusWriter) busy(name string) bool { return w.state.busy(name) }
 
-// run sends the queued patches until ctx ends. A runnable has no caller to return errors to: it
+// runStatusWriter sends the queued patches until ctx ends (Start runs it beside the loop). A runnable has no caller to return errors to: it
 // logs them (the claim is observed and patched again on a later pass).
 func (c *Controller) runStatusWriter(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.status.queue:
+		case <-c.status.wake:
 		}
 		if err := c.flushStatus(ctx); err != nil && ctx.Err() == nil {
 			log.FromContext(ctx).Error(err, "writing nodeclaim statuses")
