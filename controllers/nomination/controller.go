@@ -113,38 +113,21 @@ func (c *Controller) planPod(claim string, pod *corev1.Pod) {
 	c.store.Nominate(claim, pod.UID)
 }
 
-// Launch is a NodeClaim the provisioner created and the pods planned onto it.
-type Launch struct {
-	Claim string
-	Pods  []*corev1.Pod
-}
-
-// Launched records the pods of a NodeClaim the provisioner just created (LaunchedBatch of one).
+// Launched records the pods of a NodeClaim the provisioner just created. A pod of a workload whose
+// evicted pods a disruption command reserved room for, planned onto a new node all the same, is a
+// launch the command's plan did not foresee; it is counted (reservation_metrics.go).
 func (c *Controller) Launched(claim string, pods []*corev1.Pod) {
-	c.LaunchedBatch([]Launch{{Claim: claim, Pods: pods}})
-}
-
-// LaunchedBatch records the pods of the NodeClaims one provisioning batch created, and queues all
-// their pins at once, in the kube-scheduler's order across the whole batch (queuePins) rather than
-// claim by claim. A pod of a workload whose evicted pods a disruption command reserved room for,
-// planned onto a new node all the same, is a launch the command's plan did not foresee; it is
-// counted (reservation_metrics.go).
-func (c *Controller) LaunchedBatch(launches []Launch) {
-	var all []*corev1.Pod
-	for _, l := range launches {
-		extra := false
-		for _, pod := range l.Pods {
-			c.planPod(l.Claim, pod)
-			if owner := ownerOf(pod); owner != "" && c.store.HasReservationFor(owner) {
-				extra = true
-			}
+	extra := false
+	for _, pod := range pods {
+		c.planPod(claim, pod)
+		if owner := ownerOf(pod); owner != "" && c.store.HasReservationFor(owner) {
+			extra = true
 		}
-		if extra {
-			countLaunches(0, 1)
-		}
-		all = append(all, l.Pods...)
 	}
-	c.queuePins(all)
+	if extra {
+		countLaunches(0, 1)
+	}
+	c.queuePins(pods)
 }
 
 // PodsOf returns the UIDs of the pods planned onto claim and not bound yet.

@@ -1,12 +1,10 @@
 package nomination
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -107,57 +105,14 @@ func (p *pinsWritten) forget(uid types.UID) {
 	delete(p.set, uid)
 }
 
-// queuePins queues the pods' toleration writes (pinning on only) in the order the kube-scheduler
-// will try the pods (schedulerOrder). The scheduler works through its queue in that order from the
-// moment the pods exist, and a pod it tries before its toleration reaches it fails — on a loaded
-// apiserver each failure holds its scheduling loop for a synchronous pods/status patch of 0.1–0.9 s
-// (session 19's trace) — so the pods at the head of its queue are the ones to pin first: once their
-// node is released it binds them while the tail's pins are still being written.
+// queuePins queues the pods' toleration writes (pinning on only).
 func (c *Controller) queuePins(pods []*corev1.Pod) {
 	if !c.opts.PinPlannedPods {
 		return
 	}
-	for _, pod := range slices.SortedStableFunc(slices.Values(pods), schedulerOrder) {
+	for _, pod := range pods {
 		c.pinQueue.Add(pod.UID)
 	}
-}
-
-// schedulerOrder orders pending pods as the kube-scheduler's active queue pops them (its default
-// PrioritySort: higher priority first, then the time the pod was queued), with the pods it has not
-// tried yet (no PodScheduled=False/Unschedulable mark) first: those wait in the active queue in the
-// order they were created, while a pod it turned away waits in its backoff or unschedulable queue
-// and comes back only after a backoff, or when an event (its toleration, its node's release) moves
-// it. Creation order is the creation timestamp (whole seconds), then the resourceVersion of an
-// untouched pod — the apiserver's write order, in which the scheduler's informer sees the pods
-// arrive; a resourceVersion is compared as a number only to order (any order is correct, only
-// slower), and by name where either does not parse.
-func schedulerOrder(a, b *corev1.Pod) int {
-	if pa, pb := podPriority(a), podPriority(b); pa != pb {
-		return cmp.Compare(pb, pa)
-	}
-	if ta, tb := snapshot.MarkedUnschedulable(a), snapshot.MarkedUnschedulable(b); ta != tb {
-		if ta {
-			return 1
-		}
-		return -1
-	}
-	if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
-		return c
-	}
-	ra, errA := strconv.ParseUint(a.ResourceVersion, 10, 64)
-	rb, errB := strconv.ParseUint(b.ResourceVersion, 10, 64)
-	if errA == nil && errB == nil && ra != rb {
-		return cmp.Compare(ra, rb)
-	}
-	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-}
-
-// podPriority is the pod's resolved priority (0 when the admission plugin set none).
-func podPriority(pod *corev1.Pod) int32 {
-	if pod.Spec.Priority != nil {
-		return *pod.Spec.Priority
-	}
-	return 0
 }
 
 // tookReservation queues a pod that took a disruption command's reservation: its nomination, and

@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joist-dev/joist/api/v1"
@@ -109,49 +108,5 @@ func TestSweepRemembersAPinnedPodAfterARestart(t *testing.T) {
 	}
 	if got, ok := store.ClaimOf(other.UID); ok {
 		t.Errorf("a pod pinned to a claim that is gone counts on %q", got)
-	}
-}
-
-// A batch's pins are queued in the order the kube-scheduler will try its pods, across all the
-// batch's claims: higher priority first, then the pods it has not tried yet in creation order (the
-// creation second, then the apiserver's write order), and the ones it already turned away last. Pinned
-// claim by claim in plan order instead, the head of its queue waited for the tail's pins and each
-// untolerated try held it for a status patch.
-func TestBatchPinsAreQueuedInTheSchedulersOrder(t *testing.T) {
-	c := New(nil, nil, state.NewNominations(), func() {}, clocktesting.NewFakeClock(time.Now()), DefaultOptions())
-	t0 := metav1.NewTime(time.Now().Truncate(time.Second))
-	pod := func(name string, created metav1.Time, rv string, tried bool, priority int32) *corev1.Pod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), CreationTimestamp: created, ResourceVersion: rv},
-			Spec: corev1.PodSpec{Priority: &priority}}
-		if tried {
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
-		}
-		return p
-	}
-	later := metav1.NewTime(t0.Add(time.Second))
-	c.LaunchedBatch([]Launch{
-		{Claim: "claim-a", Pods: []*corev1.Pod{
-			pod("a-later", later, "90", false, 0),
-			pod("a-tried", t0, "95", true, 0),
-			pod("a-second", t0, "12", false, 0),
-		}},
-		{Claim: "claim-b", Pods: []*corev1.Pod{
-			pod("b-urgent", later, "99", false, 1000),
-			pod("b-first", t0, "9", false, 0),
-			pod("b-tried", t0, "80", true, 0),
-		}},
-	})
-	want := []types.UID{"b-urgent", "b-first", "a-second", "a-later", "b-tried", "a-tried"}
-	var got []types.UID
-	for c.pinQueue.Len() > 0 {
-		uid, _ := c.pinQueue.Get()
-		c.pinQueue.Done(uid)
-		got = append(got, uid)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("pins queued in the order %v, want the scheduler's %v", got, want)
-	}
-	if claim, ok := c.store.ClaimOf("b-first"); !ok || claim != "claim-b" {
-		t.Errorf("b-first planned onto %q (%v), want claim-b", claim, ok)
 	}
 }

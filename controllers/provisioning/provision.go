@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/joist-dev/joist/catalog"
 	"github.com/joist-dev/joist/claimtemplate"
 	"github.com/joist-dev/joist/controllers/metrics"
-	"github.com/joist-dev/joist/controllers/nomination"
 	"github.com/joist-dev/joist/requirements"
 	"github.com/joist-dev/joist/solver"
 )
@@ -70,21 +68,15 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 	known := requirements.Known(catalogs...) // as the solver reads them
 	batch := fmt.Sprintf("%d", start.UnixNano())
 	errs := make([]error, len(plans))
-	launched := make([]nomination.Launch, len(plans))
 	var g errgroup.Group // not WithContext: one failed create must not cancel the others
 	g.SetLimit(launchParallelism)
 	for i := range plans {
 		g.Go(func() error {
-			launched[i].Claim, errs[i] = p.launch(ctx, s.NodePools[plans[i].NodePool], &plans[i], batch, known)
-			launched[i].Pods = plans[i].Pods
+			errs[i] = p.launch(ctx, s.NodePools[plans[i].NodePool], &plans[i], batch, known)
 			return nil
 		})
 	}
 	_ = g.Wait()
-	// The batch's pods are recorded once all its creates are back, so that their pins go out in the
-	// kube-scheduler's order across the batch, not claim by claim as each create returns (the first
-	// claim's pods would take every pin writer before the next claim's were queued).
-	p.nominations.LaunchedBatch(slices.DeleteFunc(launched, func(l nomination.Launch) bool { return l.Claim == "" }))
 	for _, b := range blocked {
 		for _, pod := range b.Plan.Pods {
 			p.recorder.Eventf(pod, nil, corev1.EventTypeWarning, ReasonFailedScheduling, "Provision", "%s", b.Reason)
@@ -107,31 +99,31 @@ func (p *Provisioner) Provision(ctx context.Context) error {
 // launchParallelism bounds the NodeClaim creates in flight: a batch's nodes should start together.
 const launchParallelism = 16
 
-// launch creates the NodeClaim a plan describes and returns its name ("" when it created none);
-// the caller records its pods' nominations.
-func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string, known requirements.KnownKeys) (string, error) {
+// launch creates the NodeClaim a plan describes and records its pods' nominations in memory.
+func (p *Provisioner) launch(ctx context.Context, np *v1.NodePool, plan *solver.NodeClaimPlan, batch string, known requirements.KnownKeys) error {
 	if !p.launchGate.startCreate(np.Name) {
-		return "", nil // the pool is backing off: its pods are planned again when the hold ends
+		return nil // the pool is backing off: its pods are planned again when the hold ends
 	}
 	nc := claimtemplate.NodeClaim(np, plan, known)
 	nc.Labels[v1.ProvisioningBatchLabelKey] = batch
 	err := p.kube.Create(ctx, nc)
 	p.launchGate.observe(np.Name, err)
 	if err != nil {
-		return "", fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
+		return fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err)
 	}
 	p.cacheGate.createdClaim(nc.Name)
 	metrics.CountNodeClaimCreated(np.Name, metrics.ReasonProvisioned)
 	log.FromContext(ctx).V(1).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
 		"instanceType", plan.InstanceType.Name, "zone", plan.Offering.Zone, "capacityType", plan.Offering.CapacityType,
 		"pods", len(plan.Pods))
+	p.nominations.Launched(nc.Name, plan.Pods)
 	for _, pod := range plan.Pods {
 		if p.nominatedEvents.TryAccept() {
 			p.recorder.Eventf(pod, nc, corev1.EventTypeNormal, ReasonNominated, "Provision",
 				"Pod should schedule on: nodeclaim/%s (%s)", nc.Name, plan.InstanceType.Name)
 		}
 	}
-	return nc.Name, nil
+	return nil
 }
 
 // The NodeClaim's owner reference sets blockOwnerDeletion, which OwnerReferencesPermissionEnforcement
