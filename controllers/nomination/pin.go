@@ -262,15 +262,35 @@ func (c *Controller) liftPin(ctx context.Context, claim string) (reconcile.Resul
 	return reconcile.Result{}, nil
 }
 
-// anyPending reports whether a pod planned onto the claim is still pending in the cache (the store
-// learns of a bind from another informer handler, which may run after the one that requeued the lift).
+// anyPending reports whether a pod planned onto the claim is still pending in the informer's store.
+// The store of nominations learns of a bind from the pod queue's handler, and the pods-by-UID map
+// (podByUID) from a handler of its own, either of which may run after the release loop's handler
+// whose event requeued this lift; the informer's store is updated before any handler is told, so
+// each pod is read there (latestPod).
 func (c *Controller) anyPending(ctx context.Context, claim string) bool {
 	for _, uid := range c.store.PodsOf(claim) {
-		if pod, err := c.podByUID(ctx, uid); err != nil || pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp.IsZero() {
+		if pod, err := c.latestPod(ctx, uid); err != nil || pod != nil && pod.Spec.NodeName == "" && pod.DeletionTimestamp.IsZero() {
 			return true
 		}
 	}
 	return false
+}
+
+// latestPod is the informer store's copy of the pod with the UID (read only), or nil: it is found
+// by UID in the pods-by-UID map, which may lag the store, and read by its name from the store.
+func (c *Controller) latestPod(ctx context.Context, uid types.UID) (*corev1.Pod, error) {
+	pod, err := c.podByUID(ctx, uid)
+	if err != nil || pod == nil {
+		return nil, err
+	}
+	latest := &corev1.Pod{}
+	if err := c.kube.Get(ctx, client.ObjectKeyFromObject(pod), latest, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if latest.UID != uid {
+		return nil, nil // deleted, and a pod of the same name made since
+	}
+	return latest, nil
 }
 
 // untilStale is how long until the claim's nominations go stale (NominationTTL after it

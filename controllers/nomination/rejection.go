@@ -145,8 +145,8 @@ func (c *Controller) onPod(ctx context.Context, obj any) {
 }
 
 // recordBind keeps the store in step with a bound pod: an off-plan binding swaps a pod of its
-// workload into its slot, and its nomination is dropped. Idempotent: both the pod queue's handler
-// and the release loop's pin mapping call it, in either order.
+// workload into its slot, and its nomination is dropped (the pod queue's handler; a pin's lift reads
+// the bind from the informer's store instead, whichever handler runs first).
 func (c *Controller) recordBind(ctx context.Context, pod *corev1.Pod) {
 	c.swapOffPlan(ctx, pod)
 	c.store.Bound(pod.UID, c.clock.Now())

@@ -102,13 +102,10 @@ func (c *Controller) releaseKeyOfNode(ctx context.Context, o client.Object) []re
 
 // releaseKeyOfPod maps a pod update that shows the last nomination a release waits for to that
 // release; every other pod event maps to nothing.
-func (c *Controller) releaseKeyOfPod(ctx context.Context, o client.Object) []reconcile.Request {
+func (c *Controller) releaseKeyOfPod(_ context.Context, o client.Object) []reconcile.Request {
 	pod := o.(*corev1.Pod)
 	if pins := releaseKeysOfPin(pod); len(pins) > 0 {
-		// The pod queue's handler records the bind too, but may run after this one: the lift this
-		// requeues must not find the pod still planned.
-		c.recordBind(ctx, pod)
-		return pins
+		return pins // the lift reads the bind from the informer's store (anyPending); the pod queue's handler records it
 	}
 	if pod.Spec.NodeName == "" && c.store.WrittenSince(pod.UID, pod.ResourceVersion) {
 		return nil // a copy older than our write
