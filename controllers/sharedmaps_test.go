@@ -91,9 +91,11 @@ func TestCachedPodsShareEqualContainerLists(t *testing.T) {
 		t.Error("two pods with equal trimmed containers hold separate lists")
 	}
 	for what, change := range map[string]func(*corev1.Container){
-		"name":           func(c *corev1.Container) { c.Name = "web" },
-		"request":        func(c *corev1.Container) { c.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1") },
-		"limit":          func(c *corev1.Container) { c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("350m")} },
+		"name":    func(c *corev1.Container) { c.Name = "web" },
+		"request": func(c *corev1.Container) { c.Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1") },
+		"limit": func(c *corev1.Container) {
+			c.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("350m")}
+		},
 		"host port":      func(c *corev1.Container) { c.Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}} },
 		"resource claim": func(c *corev1.Container) { c.Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}} },
 		"restart policy": func(c *corev1.Container) { c.RestartPolicy = &always },
