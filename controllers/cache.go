@@ -49,9 +49,10 @@ func CacheOptions() cache.Options {
 // TrimPod is the pod cache transform: it keeps what scheduling, disruption, metrics and the
 // guardrails read (metadata but managed fields and kubectl's last-applied copy; the spec but, of
 // each container, everything except name, resources, ports and restart policy; the status but
-// container statuses) and drops the rest, mostly container env, commands, probes, mounts and the
-// per-container status. Of the volumes it keeps those that attach to a node (claims, generic
-// ephemeral and inline CSI volumes: volume topology and attach limits); the service-account token,
+// container statuses and the conditions Joist does not read) and drops the rest, mostly container
+// env, commands, probes, mounts and the per-container status. Of the volumes it keeps those that
+// attach to a node (claims, generic ephemeral and inline CSI volumes: volume topology and attach
+// limits); the service-account token,
 // config map, secret, downward API and emptyDir volumes every pod has are never read (~1 KB a pod
 // as decoded). The pod's security context, image pull secrets, host aliases, DNS config, readiness
 // gates and its IPs and start time are not read either.
@@ -75,6 +76,7 @@ func TrimPod(obj any) (any, error) {
 	pod.Spec.ReadinessGates = nil
 	pod.Status.HostIP, pod.Status.HostIPs, pod.Status.PodIP, pod.Status.PodIPs = "", nil, "", nil
 	pod.Status.StartTime = nil
+	pod.Status.Conditions = conditionsRead(pod.Status.Conditions)
 	pod.Status.ContainerStatuses = nil
 	pod.Status.InitContainerStatuses = nil
 	pod.Status.EphemeralContainerStatuses = nil
@@ -110,6 +112,33 @@ func (s *sharedMaps) stripAndShareClaim(obj any) (any, error) {
 	nc.ManagedFields = nil
 	s.shareClaim(nc)
 	return nc, nil
+}
+
+// conditionsRead keeps the pod conditions Joist reads: PodScheduled (the kube-scheduler's verdict:
+// the batcher, snapshot.ScheduledMessage) and Ready (PDB health, the pod metrics). A running pod
+// also carries PodReadyToStartContainers, Initialized and ContainersReady (120 bytes each and their
+// messages); the kept ones are copied into a list of their own so that the decoded one is freed.
+func conditionsRead(cs []corev1.PodCondition) []corev1.PodCondition {
+	read := func(c *corev1.PodCondition) bool { return c.Type == corev1.PodScheduled || c.Type == corev1.PodReady }
+	n := 0
+	for i := range cs {
+		if read(&cs[i]) {
+			n++
+		}
+	}
+	if n == len(cs) {
+		return cs
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]corev1.PodCondition, 0, n)
+	for i := range cs {
+		if read(&cs[i]) {
+			out = append(out, cs[i])
+		}
+	}
+	return out
 }
 
 // attachableVolumes keeps the volumes the solver reads (solver.PodVolumes): persistent volume

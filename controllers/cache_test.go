@@ -213,3 +213,30 @@ func TestTrimWorkloadKeepsWhatJoistReads(t *testing.T) {
 		t.Errorf("daemonset after trim = %+v (%v), want only the managed fields gone", ds, err)
 	}
 }
+
+// A running pod keeps the two conditions Joist reads, PodScheduled and Ready, as they were, and
+// none of the others; the kept ones are a list of their own (the decoded five are not held).
+func TestTrimPodKeepsTheConditionsJoistReads(t *testing.T) {
+	at := metav1.Now()
+	cond := func(typ corev1.PodConditionType) corev1.PodCondition {
+		return corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: at, Reason: "r-" + string(typ)}
+	}
+	decoded := []corev1.PodCondition{cond(corev1.PodReadyToStartContainers), cond(corev1.PodInitialized), cond(corev1.PodReady),
+		cond(corev1.ContainersReady), cond(corev1.PodScheduled)}
+	out, err := TrimPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: decoded}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod).Status.Conditions
+	want := []corev1.PodCondition{cond(corev1.PodReady), cond(corev1.PodScheduled)}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("conditions after trim = %+v, want %+v", got, want)
+	}
+	if cap(got) != 2 || &got[0] == &decoded[0] || &got[0] == &decoded[2] {
+		t.Error("the kept conditions still hold the decoded list of five")
+	}
+	pending, _ := TrimPod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Status: corev1.PodStatus{Conditions: []corev1.PodCondition{cond(corev1.PodScheduled)}}})
+	if c := pending.(*corev1.Pod).Status.Conditions; len(c) != 1 || c[0].Type != corev1.PodScheduled {
+		t.Errorf("a pending pod's conditions after trim = %+v, want its PodScheduled", c)
+	}
+}

@@ -16,7 +16,8 @@ import (
 )
 
 // sharedMaps hands every cached pod one shared copy of each map it holds equal to another cached
-// pod's: labels, annotations, node selector, container requests and limits. The pods of a workload
+// pod's: labels, annotations, node selector, container requests and limits, and the trimmed
+// container lists themselves. The pods of a workload
 // carry the same ones, and each is a Go map of its own after decoding (~600 bytes for a two-entry
 // ResourceList, ~300 for a one-label map): 50,000 pods of a few workloads held ~45 MB of equal
 // maps. Cached objects are read only (every write goes through a copy: Get deep-copies, and
@@ -32,7 +33,7 @@ type sharedMaps struct {
 
 type sharedMap struct {
 	key   string
-	value any // map[string]string, corev1.ResourceList, []corev1.Toleration or []v1.NodeSelectorRequirementWithMinValues
+	value any // map[string]string, corev1.ResourceList, []corev1.Container, []corev1.Toleration or []v1.NodeSelectorRequirementWithMinValues
 	refs  int
 }
 
@@ -45,13 +46,8 @@ func (s *sharedMaps) sharePod(pod *corev1.Pod) {
 	held = s.shareStrings(held, &pod.Labels)
 	held = s.shareStrings(held, &pod.Annotations)
 	held = s.shareStrings(held, &pod.Spec.NodeSelector)
-	for _, cs := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range cs {
-			held = s.shareResources(held, &cs[i].Resources.Requests)
-			held = s.shareResources(held, &cs[i].Resources.Limits)
-			intern(&cs[i].Name)
-		}
-	}
+	held = s.shareContainers(held, &pod.Spec.Containers)
+	held = s.shareContainers(held, &pod.Spec.InitContainers)
 	if len(pod.Spec.Tolerations) > 0 {
 		e := s.hold(tolerationsKey(pod.Spec.Tolerations), pod.Spec.Tolerations)
 		pod.Spec.Tolerations = e.value.([]corev1.Toleration)
@@ -60,6 +56,60 @@ func (s *sharedMaps) sharePod(pod *corev1.Pod) {
 	internPodStrings(pod)
 	if len(held) > 0 {
 		runtime.AddCleanup(pod, s.release, held)
+	}
+}
+
+// shareContainers gives each container its shared requests and limits, then replaces the whole
+// list, as trimmed (trimContainers: name, resources, host ports, restart policy), with the shared
+// copy of an equal list: the pods of a workload hold equal containers, and each decoded list is a
+// slice of its own (416 bytes for one container, most of it fields the trim has emptied).
+func (s *sharedMaps) shareContainers(held []*sharedMap, cs *[]corev1.Container) []*sharedMap {
+	if len(*cs) == 0 {
+		return held
+	}
+	var b strings.Builder
+	b.WriteByte('c')
+	for i := range *cs {
+		c := &(*cs)[i]
+		intern(&c.Name)
+		writeField(&b, c.Name)
+		for _, rl := range []*corev1.ResourceList{&c.Resources.Requests, &c.Resources.Limits} {
+			if len(*rl) == 0 {
+				writeField(&b, "-")
+				continue
+			}
+			e := s.hold(resourcesKey(*rl), *rl)
+			*rl = e.value.(corev1.ResourceList)
+			held = append(held, e)
+			writeField(&b, e.key)
+		}
+		writeContainerRest(&b, c)
+	}
+	e := s.hold(b.String(), *cs)
+	*cs = e.value.([]corev1.Container)
+	return append(held, e)
+}
+
+// writeContainerRest writes the rest of what trimContainers keeps of c (its resource claims, host
+// ports and restart policy) into a container list's key.
+func writeContainerRest(b *strings.Builder, c *corev1.Container) {
+	writeField(b, strconv.Itoa(len(c.Resources.Claims)))
+	for _, rc := range c.Resources.Claims {
+		writeField(b, rc.Name)
+		writeField(b, rc.Request)
+	}
+	writeField(b, strconv.Itoa(len(c.Ports)))
+	for _, p := range c.Ports {
+		writeField(b, p.Name)
+		writeField(b, strconv.Itoa(int(p.HostPort)))
+		writeField(b, strconv.Itoa(int(p.ContainerPort)))
+		writeField(b, string(p.Protocol))
+		writeField(b, p.HostIP)
+	}
+	if c.RestartPolicy != nil {
+		writeField(b, string(*c.RestartPolicy))
+	} else {
+		writeField(b, "-")
 	}
 }
 

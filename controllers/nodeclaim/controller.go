@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/joist-dev/joist/api/v1"
 	"github.com/joist-dev/joist/cloudprovider"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 )
 
 // Options tune the lifecycle.
@@ -83,14 +84,17 @@ func New(kube client.Client, cloud cloudprovider.CloudProvider, unavailable *clo
 
 // Reconcile moves one claim along its lifecycle: one spec/metadata patch and one status patch at the end.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nc := &v1.NodeClaim{}
-	if err := c.kube.Get(ctx, req.NamespacedName, nc); err != nil {
+	// The claim as read is the store's own object (read only: persist diffs against it), and the
+	// steps change one copy of it: a cached Get's deep copy and a second copy to diff against were
+	// two claim copies per reconcile, most of them of claims with nothing to do.
+	stored, err := cachedobjects.Get[v1.NodeClaim](ctx, c.informers, c.kube, req.NamespacedName)
+	if err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	nc := stored.DeepCopy()
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)
 	}
-	stored := nc.DeepCopy()
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
 	}
@@ -137,8 +141,10 @@ func (c *Controller) persist(ctx context.Context, stored, nc *v1.NodeClaim) erro
 			return fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err)
 		}
 		g.Go(func() error {
-			// The answer is decoded into a claim of its own: nothing reads it.
-			answer := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Namespace: nc.Namespace}}
+			// Nothing reads the answer: it is asked for as metadata only (the metadata client's
+			// PartialObjectMetadata), not the whole claim decoded from JSON.
+			answer := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: nc.Name, Namespace: nc.Namespace}}
+			answer.SetGroupVersionKind(v1.GroupVersion.WithKind("NodeClaim"))
 			if err := c.kube.Status().Patch(ctx, answer, client.RawPatch(types.MergePatchType, data)); err != nil {
 				return client.IgnoreNotFound(fmt.Errorf("patching nodeclaim %s status: %w", nc.Name, err))
 			}

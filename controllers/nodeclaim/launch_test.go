@@ -175,7 +175,7 @@ func TestLaunchPatchesMetadataAndStatusTogether(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if _, ok := obj.(*v1.NodeClaim); ok {
+			if obj.GetName() == nc.Name {
 				close(statusStarted)
 			}
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,25 +46,76 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], nc *v1.N
 	q.Add(req)
 }
 
-// claimEvents enqueues a NodeClaim on each of its events, at its priority.
+// claimEvents enqueues a NodeClaim on each of its events, at its priority, but for an update that
+// changed only what the disruption controller writes (onlyDisruptionStatusChanged).
 func claimEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
 	return claimsAtPriority(func(_ context.Context, o client.Object) []*v1.NodeClaim {
 		if nc, ok := o.(*v1.NodeClaim); ok {
 			return []*v1.NodeClaim{nc}
 		}
 		return nil
-	})
+	}, onlyDisruptionStatusChanged)
+}
+
+// disruptionConditions are the claim conditions the disruption controller owns; no lifecycle step
+// reads them.
+var disruptionConditions = map[string]bool{
+	v1.ConditionTypeDrifted: true, v1.ConditionTypeConsolidatable: true, v1.ConditionTypeEmpty: true, v1.ConditionTypeDisrupting: true,
+}
+
+// onlyDisruptionStatusChanged reports whether the update from o to n changed nothing but the
+// disruption controller's conditions and lastPodEventTime (and the resource version and managed
+// fields that come with any write). No lifecycle step reads those, so the update leaves the
+// lifecycle's work as it was: a claim waiting on a timeout is requeued by its own reconcile. The
+// disruption status step writes ~1,500 such updates in make bench-scale's 5,000-pod settle window,
+// and each was a lifecycle reconcile (a claim copy and its steps) with nothing to do.
+func onlyDisruptionStatusChanged(o, n client.Object) bool {
+	old, ok := o.(*v1.NodeClaim)
+	nc, ok2 := n.(*v1.NodeClaim)
+	if !ok || !ok2 {
+		return false
+	}
+	om, nm := old.ObjectMeta, nc.ObjectMeta // shallow copies: only read
+	om.ResourceVersion, nm.ResourceVersion, om.ManagedFields, nm.ManagedFields = "", "", nil, nil
+	if !equality.Semantic.DeepEqual(om, nm) || !equality.Semantic.DeepEqual(old.Spec, nc.Spec) {
+		return false
+	}
+	os, ns := old.Status, nc.Status
+	os.Conditions, ns.Conditions, os.LastPodEventTime, ns.LastPodEventTime = nil, nil, metav1.Time{}, metav1.Time{}
+	return equality.Semantic.DeepEqual(os, ns) && sameConditionsBesides(old.Status.Conditions, nc.Status.Conditions, disruptionConditions)
+}
+
+// sameConditionsBesides reports whether a and b hold the same conditions, in order, once those of
+// the skipped types are left out.
+func sameConditionsBesides(a, b []metav1.Condition, skipped map[string]bool) bool {
+	i, j := 0, 0
+	for {
+		for i < len(a) && skipped[a[i].Type] {
+			i++
+		}
+		for j < len(b) && skipped[b[j].Type] {
+			j++
+		}
+		if i == len(a) || j == len(b) {
+			return i == len(a) && j == len(b)
+		}
+		if !equality.Semantic.DeepEqual(a[i], b[j]) {
+			return false
+		}
+		i, j = i+1, j+1
+	}
 }
 
 // nodeEvents enqueues, on each event of a Node, the claims with its provider ID, at their priority:
 // a new Node is what a launched claim waits for to register.
 func (c *Controller) nodeEvents() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	return claimsAtPriority(c.claimsForNode)
+	return claimsAtPriority(c.claimsForNode, nil)
 }
 
 // claimsAtPriority is the handler that enqueues, on every event of an object, the claims claimsOf
-// maps it to, each at its priority.
-func claimsAtPriority(claimsOf func(context.Context, client.Object) []*v1.NodeClaim) handler.TypedEventHandler[client.Object, reconcile.Request] {
+// maps it to, each at its priority; an update for which skipUpdate (when not nil) is true enqueues
+// nothing.
+func claimsAtPriority(claimsOf func(context.Context, client.Object) []*v1.NodeClaim, skipUpdate func(old, new client.Object) bool) handler.TypedEventHandler[client.Object, reconcile.Request] {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], o client.Object) {
 		for _, nc := range claimsOf(ctx, o) {
 			enqueue(q, nc)
@@ -73,6 +126,9 @@ func claimsAtPriority(claimsOf func(context.Context, client.Object) []*v1.NodeCl
 			add(ctx, q, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if skipUpdate != nil && skipUpdate(e.ObjectOld, e.ObjectNew) {
+				return
+			}
 			add(ctx, q, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -70,3 +70,52 @@ func waitForLen(t *testing.T, q priorityqueue.PriorityQueue[reconcile.Request], 
 		t.Fatalf("queue length %d, want %d", q.Len(), n)
 	}
 }
+
+// A claim update that changed only the disruption controller's conditions or lastPodEventTime (its
+// status step's writes) does not enqueue the claim: no lifecycle step reads them. Any other change —
+// a lifecycle condition, the Ready roll-up, a label, the deletion — does.
+func TestDisruptionStatusWritesDoNotEnqueueTheLifecycle(t *testing.T) {
+	ctx := context.Background()
+	base := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", ResourceVersion: "1", Labels: map[string]string{v1.NodePoolLabelKey: "default"}}}
+	base.Status.ProviderID = "kwok://c"
+	base.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	base.SetCondition(v1.ConditionTypeConsolidatable, metav1.ConditionFalse, "Busy", "")
+	claims := nodeclaim.ClaimEvents()
+	for _, tc := range []struct {
+		name    string
+		change  func(nc *v1.NodeClaim)
+		enqueue bool
+	}{
+		{"Consolidatable set", func(nc *v1.NodeClaim) {
+			nc.SetCondition(v1.ConditionTypeConsolidatable, metav1.ConditionTrue, "Idle", "")
+		}, false},
+		{"Drifted added", func(nc *v1.NodeClaim) { nc.SetCondition(v1.ConditionTypeDrifted, metav1.ConditionTrue, "Drifted", "") }, false},
+		{"Consolidatable cleared", func(nc *v1.NodeClaim) { nc.ClearCondition(v1.ConditionTypeConsolidatable) }, false},
+		{"lastPodEventTime", func(nc *v1.NodeClaim) { nc.Status.LastPodEventTime = metav1.Now() }, false},
+		{"Registered set", func(nc *v1.NodeClaim) {
+			nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+		}, true},
+		{"node name", func(nc *v1.NodeClaim) { nc.Status.NodeName = "c" }, true},
+		{"a label", func(nc *v1.NodeClaim) { nc.Labels["x"] = "y" }, true},
+		{"deleted", func(nc *v1.NodeClaim) { now := metav1.Now(); nc.DeletionTimestamp = &now }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := base.DeepCopy()
+			nc.ResourceVersion = "2"
+			tc.change(nc)
+			q := priorityqueue.New[reconcile.Request]("lifecycle-test")
+			defer q.ShutDown()
+			claims.Update(ctx, event.TypedUpdateEvent[client.Object]{ObjectOld: base, ObjectNew: nc}, q)
+			if tc.enqueue {
+				waitForLen(t, q, 1)
+				return
+			}
+			// The queue lands adds in order: once a later claim's add has landed, a wrong one would have too.
+			claims.Create(ctx, event.TypedCreateEvent[client.Object]{Object: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "later"}}}, q)
+			waitForLen(t, q, 1)
+			if q.Len() != 1 {
+				t.Errorf("an update changing only %s enqueued the claim", tc.name)
+			}
+		})
+	}
+}
