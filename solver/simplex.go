@@ -3,6 +3,9 @@ package solver
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/blas/gonum"
+	"gonum.org/v1/gonum/floats"
 )
 
 // sparseCol is one column of a linear program in equality form: its cost and its nonzero rows.
@@ -227,12 +230,12 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 		for i := range alpha {
 			alpha[i] = 0
 		}
+		// (column r of B⁻¹, stride m, scaled and added: per row the same products summed in the
+		// same order as a loop over i would, in gonum's vector kernels, which use no fused
+		// multiply-add, so the sums are the same bit for bit)
 		col := &cols[enter]
 		for t, r := range col.rows {
-			v := col.vals[t]
-			for i := 0; i < m; i++ {
-				alpha[i] += binv[i*m+int(r)] * v
-			}
+			gonum.Implementation{}.Daxpy(m, col.vals[t], binv[r:], m, alpha, 1)
 		}
 		leave, ratio := -1, math.Inf(1)
 		for i := 0; i < m; i++ {
@@ -273,10 +276,9 @@ func revisedSimplexWith(sc *simplexScratch, m int, b []float64, cols []sparseCol
 			f := alpha[i]
 			row := binv[i*m : i*m+m]
 			if dense {
-				row = row[:len(pr)]
-				for k, v := range pr {
-					row[k] -= f * v
-				}
+				// row += (−f)·pr: (−f)·v is −(f·v) exactly and adding it is subtracting f·v, so
+				// this is the scalar loop's arithmetic in gonum's vector kernel
+				floats.AddScaled(row, -f, pr)
 			} else {
 				for _, k := range nz {
 					row[k] -= f * pr[k]
@@ -327,8 +329,6 @@ func recomputeDuals(pi, binv []float64, basis []int, cols []sparseCol, m int) {
 		if ck == 0 {
 			continue
 		}
-		for i, v := range binv[k*m : k*m+m] {
-			pi[i] += ck * v
-		}
+		floats.AddScaled(pi, ck, binv[k*m:k*m+m])
 	}
 }
