@@ -157,16 +157,23 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 	if t.zonesFor(zm, p.ctMask) == 0 {
 		return nil
 	}
+	// live: the items still in play, in index order (the primary ones first: they are a
+	// prefix); ok[i] is false once item i is out, and the scans below drop it from live.
 	ok := make([]bool, len(items))
-	anyPrimary := false
+	live := make([]int32, 0, len(items))
+	nPrimary := 0
 	for i, it := range items {
 		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
 			continue
 		}
-		ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc)
-		anyPrimary = anyPrimary || (ok[i] && i < primary)
+		if ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc); ok[i] {
+			live = append(live, int32(i))
+			if i < primary {
+				nPrimary++
+			}
+		}
 	}
-	if !anyPrimary {
+	if nPrimary == 0 {
 		return nil
 	}
 	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: zm, cm: p.ctMask}
@@ -176,8 +183,17 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 		for r := range rem {
 			rem[r] = t.alloc[r] - f.used[r]
 		}
+		// Each step scans the items of live below limit (an item out of play never comes
+		// back, so this is the scan of items[:limit] that skips those out, in the same order).
 		bi, bestScore, eligible := -1, -1.0, 0
-		for i, it := range items[:limit] {
+		scan := live[:nPrimary]
+		if limit > primary {
+			scan = live
+		}
+		j := 0
+		for _, i32 := range scan {
+			i := int(i32)
+			it := items[i]
 			if !ok[i] {
 				continue
 			}
@@ -186,10 +202,23 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 				ok[i] = false
 				continue
 			}
+			scan[j] = i32
+			j++
 			eligible++
 			if sc := fitScore(it.c.req, rem, t.alloc); sc > bestScore {
 				bi, bestScore = i, sc
 			}
+		}
+		if limit > primary {
+			live = live[:j]
+			nPrimary = 0
+			for nPrimary < j && int(live[nPrimary]) < primary {
+				nPrimary++
+			}
+		} else {
+			// the primary prefix compacted; the rest moved up behind it
+			live = append(live[:j], live[nPrimary:]...)
+			nPrimary = j
 		}
 		if bi < 0 {
 			if limit < len(items) && f.usedPrimary != nil {
