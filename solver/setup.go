@@ -259,6 +259,7 @@ func (s *solver) buildTypes(p *pool, its []*catalog.InstanceType) {
 			return a.o.CapacityType < b.o.CapacityType
 		})
 		t.minPrice = t.offers[0].price
+		t.indexOffers()
 		t.capacity = s.d.capacityVec(it.Capacity)
 		t.alloc = t.capacity.clone()
 		t.alloc.sub(s.d.vec(it.Overhead))
