@@ -3,6 +3,7 @@ package solver
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/joist-dev/joist/requirements"
@@ -159,8 +160,10 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 	}
 	// live: the items still in play, in index order (the primary ones first: they are a
 	// prefix); ok[i] is false once item i is out, and the scans below drop it from live.
-	ok := make([]bool, len(items))
-	live := make([]int32, 0, len(items))
+	ok := slices.Grow(s.fillOK[:0], len(items))[:len(items)]
+	clear(ok)
+	live := slices.Grow(s.fillLive[:0], len(items))
+	defer func() { s.fillOK, s.fillLive = ok, live[:0] }()
 	nPrimary := 0
 	for i, it := range items {
 		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {

@@ -52,6 +52,9 @@ type solver struct {
 	// thousands of candidate splits and pairs a solve tries (splitscratch.go)
 	splitBuf splitScratch
 	pairBuf  pairScratch
+	// fillOK, fillLive: simulateFill's working lists, reused across the fills of every type
+	fillOK   []bool
+	fillLive []int32
 	// noPairTypeFloor: tests only — the split pass and rebalancePair price every candidate
 	// type's splits, to check that the floors they skip them by change nothing
 	noPairTypeFloor bool
