@@ -22,6 +22,8 @@ type freeFill struct {
 	n      int
 	// usedPrimary is the primary items' part of used.
 	usedPrimary resVec
+	// primaryBuf: usedPrimary's storage, kept when the fill is reused (simulateFillInto)
+	primaryBuf resVec
 }
 
 // packNew opens one node for the pods left of items[:primary] (in zone, or any zone for -1),
@@ -67,15 +69,20 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return floor[order[a]] < floor[order[b]] })
+	// spare: a fill that lost (or nil), whose buffers the next simulated fill reuses; fill: the
+	// top-up part of a fill's use
+	var spare *freeFill
+	fill := s.d.zero()
 	for _, ti := range order {
 		t := p.types[ti]
 		if best != nil && !useDuals && floor[ti] >= bestCost {
 			break
 		}
-		f := s.simulateFill(p, ti, items, compat, primary, zone)
+		f := s.simulateFillInto(spare, p, ti, items, compat, primary, zone)
 		if f == nil {
 			continue
 		}
+		spare = f // unless it wins, below
 		pr, _ := t.price(f.zm, f.cm)
 		if pr <= 0 {
 			continue
@@ -84,7 +91,7 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		if vp <= 0 {
 			vp = float64(f.n) * 1e-12
 		}
-		fill := f.used.clone()
+		copy(fill, f.used)
 		fill.sub(f.usedPrimary)
 		credit := 0.0
 		if bestRate > 0 {
@@ -99,7 +106,7 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 			cost = pr / worth
 		}
 		if best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
-			best, bestCost = f, cost
+			best, bestCost, spare = f, cost, best
 		}
 	}
 	if best == nil {
@@ -150,6 +157,12 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 // items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
 // no primary pod fits.
 func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
+	return s.simulateFillInto(nil, p, ti, items, compat, primary, zone)
+}
+
+// simulateFillInto is simulateFill in the buffers of spare (a fill the caller no longer needs;
+// nil: new ones), which it returns; spare's contents are not read.
+func (s *solver) simulateFillInto(spare *freeFill, p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
 	t := p.types[ti]
 	zm := p.zoneMask
 	if zone >= 0 {
@@ -179,9 +192,20 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 	if nPrimary == 0 {
 		return nil
 	}
-	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: zm, cm: p.ctMask}
+	f := spare
+	if f == nil || cap(f.counts) < len(items) {
+		f = &freeFill{counts: make([]int, len(items)), used: s.d.zero()}
+	} else {
+		f.counts = f.counts[:len(items)]
+		clear(f.counts)
+		clear(f.used)
+	}
+	*f = freeFill{t: ti, counts: f.counts, used: f.used, reqs: p.reqs, zm: zm, cm: p.ctMask, primaryBuf: f.primaryBuf}
 	limit := primary
-	rem := s.d.zero()
+	if len(s.fillRem) != s.d.n() {
+		s.fillRem = s.d.zero()
+	}
+	rem := s.fillRem
 	for {
 		for r := range rem {
 			rem[r] = t.alloc[r] - f.used[r]
@@ -252,7 +276,11 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 			k = max(1, k/8)
 		}
 		if bi < primary && f.usedPrimary == nil {
-			f.usedPrimary = s.d.zero()
+			if f.primaryBuf == nil {
+				f.primaryBuf = s.d.zero()
+			}
+			f.usedPrimary = f.primaryBuf
+			clear(f.usedPrimary)
 		}
 		for range k {
 			f.used.add(c.req)

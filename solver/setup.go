@@ -55,6 +55,7 @@ type solver struct {
 	// fillOK, fillLive: simulateFill's working lists, reused across the fills of every type
 	fillOK   []bool
 	fillLive []int32
+	fillRem  resVec
 	// noPairTypeFloor: tests only — the split pass and rebalancePair price every candidate
 	// type's splits, to check that the floors they skip them by change nothing
 	noPairTypeFloor bool
