@@ -341,7 +341,7 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 	for i := 0; i < m; i++ {
 		binv[i*m+i] = 1
 	}
-	pi, x, optimal, iters := revisedSimplexFrom(m, b, lp, basis, binv, append([]float64(nil), b...), maxIter)
+	pi, x, optimal, iters := revisedSimplexWith(&s.asgSpx, m, b, lp, basis, binv, append([]float64(nil), b...), maxIter)
 	s.tally.work += float64(iters) * perPivot
 	if !optimal && iters >= maxIter {
 		s.tally.asgCut++

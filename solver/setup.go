@@ -56,6 +56,8 @@ type solver struct {
 	fillOK   []bool
 	fillLive []int32
 	fillRem  resVec
+	// asgSpx: the assignment LPs' simplex working arrays, reused across them
+	asgSpx simplexScratch
 	// noPairTypeFloor: tests only — the split pass and rebalancePair price every candidate
 	// type's splits, to check that the floors they skip them by change nothing
 	noPairTypeFloor bool
