@@ -73,12 +73,13 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 	// top-up part of a fill's use
 	var spare *freeFill
 	fill := s.d.zero()
+	shapes, nShapes := s.reqShapes(items)
 	for _, ti := range order {
 		t := p.types[ti]
 		if best != nil && !useDuals && floor[ti] >= bestCost {
 			break
 		}
-		f := s.simulateFillInto(spare, p, ti, items, compat, primary, zone)
+		f := s.simulateFillInto(spare, p, ti, items, shapes, nShapes, compat, primary, zone)
 		if f == nil {
 			continue
 		}
@@ -157,12 +158,33 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 // items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
 // no primary pod fits.
 func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
-	return s.simulateFillInto(nil, p, ti, items, compat, primary, zone)
+	shapes, n := s.reqShapes(items)
+	return s.simulateFillInto(nil, p, ti, items, shapes, n, compat, primary, zone)
+}
+
+// reqShapes numbers the distinct requests of items (shapes[i]: item i's, in order of first
+// appearance) and returns how many there are.
+func (s *solver) reqShapes(items []*item) (shapes []int32, n int) {
+	shapes = slices.Grow(s.fillShapes[:0], len(items))[:len(items)]
+	reps := s.fillReps[:0]
+	defer func() { s.fillShapes, s.fillReps = shapes, reps[:0] }()
+	for i, it := range items {
+		d := slices.IndexFunc(reps, func(r resVec) bool { return slices.Equal(r, it.c.req) })
+		if d < 0 {
+			d = len(reps)
+			reps = append(reps, it.c.req)
+		}
+		shapes[i] = int32(d)
+	}
+	return shapes, len(reps)
 }
 
 // simulateFillInto is simulateFill in the buffers of spare (a fill the caller no longer needs;
-// nil: new ones), which it returns; spare's contents are not read.
-func (s *solver) simulateFillInto(spare *freeFill, p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
+// nil: new ones), which it returns; spare's contents are not read. shapes numbers the items'
+// distinct requests (reqShapes; nShapes of them): within a step, items of one request fit or
+// not alike and score alike (the same function of the same vectors), so each request is scored
+// once per step.
+func (s *solver) simulateFillInto(spare *freeFill, p *pool, ti int, items []*item, shapes []int32, nShapes int, compat []bitset, primary, zone int) *freeFill {
 	t := p.types[ti]
 	zm := p.zoneMask
 	if zone >= 0 {
@@ -206,7 +228,15 @@ func (s *solver) simulateFillInto(spare *freeFill, p *pool, ti int, items []*ite
 		s.fillRem = s.d.zero()
 	}
 	rem := s.fillRem
+	// memoStep[sh]: the step whose fit and score of request sh memoFit, memoScore hold
+	memoStep := slices.Grow(s.fillMemoStep[:0], nShapes)[:nShapes]
+	clear(memoStep)
+	memoFit := slices.Grow(s.fillMemoFit[:0], nShapes)[:nShapes]
+	memoScore := slices.Grow(s.fillMemoScore[:0], nShapes)[:nShapes]
+	defer func() { s.fillMemoStep, s.fillMemoFit, s.fillMemoScore = memoStep, memoFit, memoScore }()
+	step := int32(0)
 	for {
+		step++
 		for r := range rem {
 			rem[r] = t.alloc[r] - f.used[r]
 		}
@@ -225,14 +255,25 @@ func (s *solver) simulateFillInto(spare *freeFill, p *pool, ti int, items []*ite
 				continue
 			}
 			// The node only fills up: an item out of pods or that no longer fits is out for good.
-			if f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
+			if f.counts[i] >= it.left() {
+				ok[i] = false
+				continue
+			}
+			sh := shapes[i]
+			if memoStep[sh] != step {
+				memoStep[sh] = step
+				if memoFit[sh] = fitsIn(f.used, it.c.req, t.alloc); memoFit[sh] {
+					memoScore[sh] = fitScore(it.c.req, rem, t.alloc)
+				}
+			}
+			if !memoFit[sh] {
 				ok[i] = false
 				continue
 			}
 			scan[j] = i32
 			j++
 			eligible++
-			if sc := fitScore(it.c.req, rem, t.alloc); sc > bestScore {
+			if sc := memoScore[sh]; sc > bestScore {
 				bi, bestScore = i, sc
 			}
 		}

@@ -56,6 +56,14 @@ type solver struct {
 	fillOK   []bool
 	fillLive []int32
 	fillRem  resVec
+	// fillMemoStep, fillMemoFit, fillMemoScore: simulateFill's per-request memo
+	fillMemoStep  []int32
+	fillMemoFit   []bool
+	fillMemoScore []float64
+	// fillShapes, fillReps: reqShapes' numbering and the distinct requests (one fill or packNew
+	// at a time holds them)
+	fillShapes []int32
+	fillReps   []resVec
 	// asgSpx: the assignment LPs' simplex working arrays, reused across them
 	asgSpx simplexScratch
 	// noPairTypeFloor: tests only — the split pass and rebalancePair price every candidate
