@@ -166,13 +166,23 @@ func (s *solver) drainPlan(n *node, targets []*node, kind map[*class]int, grow b
 			}
 			used := st.used.clone()
 			used.add(c.req)
-			opts := s.filter(cand, func(t *itype) bool { return t.zonesFor(zm, cm) != 0 && lessEq(used, t.alloc) }, p.types)
-			ci := cheapest(p, opts, zm, cm)
+			// The cheapest of the candidate types that hold used in zm, cm (cheapest over
+			// filter's set, in one pass); the set itself is built for the target kept only.
+			fits := func(t *itype) bool { return t.zonesFor(zm, cm) != 0 && lessEq(used, t.alloc) }
+			ci, pr := -1, 0.0
+			cand.each(func(ti int) bool {
+				if t := p.types[ti]; fits(t) {
+					if tp, _ := t.price(zm, cm); tp >= 0 && (ci < 0 || tp < pr) {
+						ci, pr = ti, tp
+					}
+				}
+				return true
+			})
 			if ci < 0 {
 				continue
 			}
-			pr, _ := p.types[ci].price(zm, cm)
 			if d := pr - st.price; best == nil || d < bestExtra {
+				opts := s.filter(cand, fits, p.types)
 				best, bestExtra = &roomState{used: used, reqs: reqs, zm: zm, cm: cm, cand: opts, cheap: ci, price: pr}, d
 				plan[i] = m
 			}

@@ -291,42 +291,65 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 	basis := make([]int, m)
 	type ref struct{ k, g int } // kept column, group (-1 for its node count)
 	refs := map[int]ref{}
+	// The columns' entries live in two shared arrays (each column a capped slice of them), sized
+	// for every entry up front: the LP has thousands of small columns.
+	nnz := 2 * G
+	for _, ci := range kept {
+		nnz += 2*R + cols[ci].usable.count()*(1+R)
+	}
+	rowBuf, valBuf := make([]int32, 0, nnz), make([]float64, 0, nnz)
+	col := func(cost float64, start int) sparseCol {
+		end := len(rowBuf)
+		return sparseCol{cost: cost, rows: rowBuf[start:end:end], vals: valBuf[start:end:end]}
+	}
+	put := func(row int, v float64) {
+		rowBuf, valBuf = append(rowBuf, int32(row)), append(valBuf, v)
+	}
 	for gi, g := range groups {
 		b[gi] = g.n
 		basis[gi] = len(lp)
-		lp = append(lp, sparseCol{cost: 10*maxPrice + 1, rows: []int32{int32(gi)}, vals: []float64{1}}) // artificial
-		lp = append(lp, sparseCol{rows: []int32{int32(gi)}, vals: []float64{-1}})                       // surplus
+		st := len(rowBuf)
+		put(gi, 1)
+		lp = append(lp, col(10*maxPrice+1, st)) // artificial
+		st = len(rowBuf)
+		put(gi, -1)
+		lp = append(lp, col(0, st)) // surplus
 	}
+	var xRows []int32
+	var xVals []float64
 	for ki, ci := range kept {
 		c := cols[ci]
-		x := sparseCol{cost: c.price}
+		xRows, xVals = xRows[:0], xVals[:0]
 		for ri, r := range rows {
 			row := rowOf[ki][ri]
 			if row < 0 {
 				continue
 			}
 			basis[row] = len(lp)
-			lp = append(lp, sparseCol{rows: []int32{int32(row)}, vals: []float64{1}}) // slack
+			st := len(rowBuf)
+			put(row, 1)
+			lp = append(lp, col(0, st)) // slack
 			if a := float64(c.t.alloc[r]); a > 0 {
-				x.rows = append(x.rows, int32(row))
-				x.vals = append(x.vals, -a/scale[ri])
+				xRows, xVals = append(xRows, int32(row)), append(xVals, -a/scale[ri])
 			}
 		}
 		refs[len(lp)] = ref{ki, -1}
-		lp = append(lp, x)
+		st := len(rowBuf)
+		rowBuf, valBuf = append(rowBuf, xRows...), append(valBuf, xVals...)
+		lp = append(lp, col(c.price, st))
 		for gi, g := range groups {
 			if !c.usable.has(gi) {
 				continue
 			}
-			y := sparseCol{rows: []int32{int32(gi)}, vals: []float64{1}}
+			st := len(rowBuf)
+			put(gi, 1)
 			for ri, r := range rows {
 				if g.d[r] > 0 && rowOf[ki][ri] >= 0 {
-					y.rows = append(y.rows, int32(rowOf[ki][ri]))
-					y.vals = append(y.vals, float64(g.d[r])/scale[ri])
+					put(rowOf[ki][ri], float64(g.d[r])/scale[ri])
 				}
 			}
 			refs[len(lp)] = ref{ki, gi}
-			lp = append(lp, y)
+			lp = append(lp, col(0, st))
 		}
 	}
 	// The work budget bounds the pivots (each costs about m² for the basis inverse plus the
@@ -341,7 +364,7 @@ func (s *solver) solveAssignment(groups []*asgGroup, cols []*asgCol, kept []int,
 	for i := 0; i < m; i++ {
 		binv[i*m+i] = 1
 	}
-	pi, x, optimal, iters := revisedSimplexFrom(m, b, lp, basis, binv, append([]float64(nil), b...), maxIter)
+	pi, x, optimal, iters := revisedSimplexWith(&s.asgSpx, m, b, lp, basis, binv, append([]float64(nil), b...), maxIter)
 	s.tally.work += float64(iters) * perPivot
 	if !optimal && iters >= maxIter {
 		s.tally.asgCut++

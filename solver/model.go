@@ -27,6 +27,8 @@ type itype struct {
 	offers   []offer
 	minPrice float64
 	zones    uint64 // zones with an offer
+	// ctZones[c]: the zones with an offer of capacity type c (up to the highest c offered)
+	ctZones []uint64
 }
 
 // price is the cheapest offer within the zone and capacity-type masks, or -1.
@@ -42,13 +44,24 @@ func (t *itype) price(zm, cm uint64) (float64, int) {
 
 func (t *itype) zonesFor(zm, cm uint64) uint64 {
 	var m uint64
-	for i := range t.offers {
-		o := &t.offers[i]
-		if cm&(1<<uint(o.ct)) != 0 {
-			m |= 1 << uint(o.zone)
+	for c, z := range t.ctZones {
+		if cm&(1<<uint(c)) != 0 {
+			m |= z
 		}
 	}
 	return m & zm
+}
+
+// indexOffers sets ctZones from offers.
+func (t *itype) indexOffers() {
+	t.ctZones = t.ctZones[:0]
+	for i := range t.offers {
+		o := &t.offers[i]
+		for len(t.ctZones) <= o.ct {
+			t.ctZones = append(t.ctZones, 0)
+		}
+		t.ctZones[o.ct] |= 1 << uint(o.zone)
+	}
 }
 
 type minValue struct {

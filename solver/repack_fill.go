@@ -3,6 +3,7 @@ package solver
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"github.com/joist-dev/joist/requirements"
@@ -21,6 +22,8 @@ type freeFill struct {
 	n      int
 	// usedPrimary is the primary items' part of used.
 	usedPrimary resVec
+	// primaryBuf: usedPrimary's storage, kept when the fill is reused (simulateFillInto)
+	primaryBuf resVec
 }
 
 // packNew opens one node for the pods left of items[:primary] (in zone, or any zone for -1),
@@ -66,15 +69,21 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return floor[order[a]] < floor[order[b]] })
+	// spare: a fill that lost (or nil), whose buffers the next simulated fill reuses; fill: the
+	// top-up part of a fill's use
+	var spare *freeFill
+	fill := s.d.zero()
+	shapes, nShapes := s.reqShapes(items)
 	for _, ti := range order {
 		t := p.types[ti]
 		if best != nil && !useDuals && floor[ti] >= bestCost {
 			break
 		}
-		f := s.simulateFill(p, ti, items, compat, primary, zone)
+		f := s.simulateFillInto(spare, p, ti, items, shapes, nShapes, compat, primary, zone)
 		if f == nil {
 			continue
 		}
+		spare = f // unless it wins, below
 		pr, _ := t.price(f.zm, f.cm)
 		if pr <= 0 {
 			continue
@@ -83,7 +92,7 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 		if vp <= 0 {
 			vp = float64(f.n) * 1e-12
 		}
-		fill := f.used.clone()
+		copy(fill, f.used)
 		fill.sub(f.usedPrimary)
 		credit := 0.0
 		if bestRate > 0 {
@@ -98,7 +107,7 @@ func (s *solver) packNew(p *pool, items []*item, primary, zone int, bestRate flo
 			cost = pr / worth
 		}
 		if best == nil || cost < bestCost-1e-12*math.Abs(bestCost) {
-			best, bestCost = f, cost
+			best, bestCost, spare = f, cost, best
 		}
 	}
 	if best == nil {
@@ -149,6 +158,33 @@ func (s *solver) commitFill(p *pool, best *freeFill, items []*item, zone int) *n
 // items[:primary] while any fits, then any item; the node's requirements stay consistent. nil if
 // no primary pod fits.
 func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, primary, zone int) *freeFill {
+	shapes, n := s.reqShapes(items)
+	return s.simulateFillInto(nil, p, ti, items, shapes, n, compat, primary, zone)
+}
+
+// reqShapes numbers the distinct requests of items (shapes[i]: item i's, in order of first
+// appearance) and returns how many there are.
+func (s *solver) reqShapes(items []*item) (shapes []int32, n int) {
+	shapes = slices.Grow(s.fillShapes[:0], len(items))[:len(items)]
+	reps := s.fillReps[:0]
+	defer func() { s.fillShapes, s.fillReps = shapes, reps[:0] }()
+	for i, it := range items {
+		d := slices.IndexFunc(reps, func(r resVec) bool { return slices.Equal(r, it.c.req) })
+		if d < 0 {
+			d = len(reps)
+			reps = append(reps, it.c.req)
+		}
+		shapes[i] = int32(d)
+	}
+	return shapes, len(reps)
+}
+
+// simulateFillInto is simulateFill in the buffers of spare (a fill the caller no longer needs;
+// nil: new ones), which it returns; spare's contents are not read. shapes numbers the items'
+// distinct requests (reqShapes; nShapes of them): within a step, items of one request fit or
+// not alike and score alike (the same function of the same vectors), so each request is scored
+// once per step.
+func (s *solver) simulateFillInto(spare *freeFill, p *pool, ti int, items []*item, shapes []int32, nShapes int, compat []bitset, primary, zone int) *freeFill {
 	t := p.types[ti]
 	zm := p.zoneMask
 	if zone >= 0 {
@@ -157,39 +193,100 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 	if t.zonesFor(zm, p.ctMask) == 0 {
 		return nil
 	}
-	ok := make([]bool, len(items))
-	anyPrimary := false
+	// live: the items still in play, in index order (the primary ones first: they are a
+	// prefix); ok[i] is false once item i is out, and the scans below drop it from live.
+	ok := slices.Grow(s.fillOK[:0], len(items))[:len(items)]
+	clear(ok)
+	live := slices.Grow(s.fillLive[:0], len(items))
+	defer func() { s.fillOK, s.fillLive = ok, live[:0] }()
+	nPrimary := 0
 	for i, it := range items {
 		if it.left() == 0 || (it.zone >= 0 && it.zone != zone) {
 			continue
 		}
-		ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc)
-		anyPrimary = anyPrimary || (ok[i] && i < primary)
+		if ok[i] = compat[i].has(ti) && lessEq(it.c.req, t.alloc); ok[i] {
+			live = append(live, int32(i))
+			if i < primary {
+				nPrimary++
+			}
+		}
 	}
-	if !anyPrimary {
+	if nPrimary == 0 {
 		return nil
 	}
-	f := &freeFill{t: ti, counts: make([]int, len(items)), used: s.d.zero(), reqs: p.reqs, zm: zm, cm: p.ctMask}
+	f := spare
+	if f == nil || cap(f.counts) < len(items) {
+		f = &freeFill{counts: make([]int, len(items)), used: s.d.zero()}
+	} else {
+		f.counts = f.counts[:len(items)]
+		clear(f.counts)
+		clear(f.used)
+	}
+	*f = freeFill{t: ti, counts: f.counts, used: f.used, reqs: p.reqs, zm: zm, cm: p.ctMask, primaryBuf: f.primaryBuf}
 	limit := primary
-	rem := s.d.zero()
+	if len(s.fillRem) != s.d.n() {
+		s.fillRem = s.d.zero()
+	}
+	rem := s.fillRem
+	// memoStep[sh]: the step whose fit and score of request sh memoFit, memoScore hold
+	memoStep := slices.Grow(s.fillMemoStep[:0], nShapes)[:nShapes]
+	clear(memoStep)
+	memoFit := slices.Grow(s.fillMemoFit[:0], nShapes)[:nShapes]
+	memoScore := slices.Grow(s.fillMemoScore[:0], nShapes)[:nShapes]
+	defer func() { s.fillMemoStep, s.fillMemoFit, s.fillMemoScore = memoStep, memoFit, memoScore }()
+	step := int32(0)
 	for {
+		step++
 		for r := range rem {
 			rem[r] = t.alloc[r] - f.used[r]
 		}
+		// Each step scans the items of live below limit (an item out of play never comes
+		// back, so this is the scan of items[:limit] that skips those out, in the same order).
 		bi, bestScore, eligible := -1, -1.0, 0
-		for i, it := range items[:limit] {
+		scan := live[:nPrimary]
+		if limit > primary {
+			scan = live
+		}
+		j := 0
+		for _, i32 := range scan {
+			i := int(i32)
+			it := items[i]
 			if !ok[i] {
 				continue
 			}
 			// The node only fills up: an item out of pods or that no longer fits is out for good.
-			if f.counts[i] >= it.left() || !fitsIn(f.used, it.c.req, t.alloc) {
+			if f.counts[i] >= it.left() {
 				ok[i] = false
 				continue
 			}
+			sh := shapes[i]
+			if memoStep[sh] != step {
+				memoStep[sh] = step
+				if memoFit[sh] = fitsIn(f.used, it.c.req, t.alloc); memoFit[sh] {
+					memoScore[sh] = fitScore(it.c.req, rem, t.alloc)
+				}
+			}
+			if !memoFit[sh] {
+				ok[i] = false
+				continue
+			}
+			scan[j] = i32
+			j++
 			eligible++
-			if sc := fitScore(it.c.req, rem, t.alloc); sc > bestScore {
+			if sc := memoScore[sh]; sc > bestScore {
 				bi, bestScore = i, sc
 			}
+		}
+		if limit > primary {
+			live = live[:j]
+			nPrimary = 0
+			for nPrimary < j && int(live[nPrimary]) < primary {
+				nPrimary++
+			}
+		} else {
+			// the primary prefix compacted; the rest moved up behind it
+			live = append(live[:j], live[nPrimary:]...)
+			nPrimary = j
 		}
 		if bi < 0 {
 			if limit < len(items) && f.usedPrimary != nil {
@@ -220,7 +317,11 @@ func (s *solver) simulateFill(p *pool, ti int, items []*item, compat []bitset, p
 			k = max(1, k/8)
 		}
 		if bi < primary && f.usedPrimary == nil {
-			f.usedPrimary = s.d.zero()
+			if f.primaryBuf == nil {
+				f.primaryBuf = s.d.zero()
+			}
+			f.usedPrimary = f.primaryBuf
+			clear(f.usedPrimary)
 		}
 		for range k {
 			f.used.add(c.req)

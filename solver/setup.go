@@ -52,6 +52,20 @@ type solver struct {
 	// thousands of candidate splits and pairs a solve tries (splitscratch.go)
 	splitBuf splitScratch
 	pairBuf  pairScratch
+	// fillOK, fillLive: simulateFill's working lists, reused across the fills of every type
+	fillOK   []bool
+	fillLive []int32
+	fillRem  resVec
+	// fillMemoStep, fillMemoFit, fillMemoScore: simulateFill's per-request memo
+	fillMemoStep  []int32
+	fillMemoFit   []bool
+	fillMemoScore []float64
+	// fillShapes, fillReps: reqShapes' numbering and the distinct requests (one fill or packNew
+	// at a time holds them)
+	fillShapes []int32
+	fillReps   []resVec
+	// asgSpx: the assignment LPs' simplex working arrays, reused across them
+	asgSpx simplexScratch
 	// noPairTypeFloor: tests only — the split pass and rebalancePair price every candidate
 	// type's splits, to check that the floors they skip them by change nothing
 	noPairTypeFloor bool
@@ -259,6 +273,7 @@ func (s *solver) buildTypes(p *pool, its []*catalog.InstanceType) {
 			return a.o.CapacityType < b.o.CapacityType
 		})
 		t.minPrice = t.offers[0].price
+		t.indexOffers()
 		t.capacity = s.d.capacityVec(it.Capacity)
 		t.alloc = t.capacity.clone()
 		t.alloc.sub(s.d.vec(it.Overhead))
