@@ -21,13 +21,13 @@ import (
 	"github.com/joist-dev/joist/controllers/nodeclaim"
 )
 
-// claimStore hands out client-go informers whose stores hold the claims and nodes (never started).
-type claimStore struct {
+// informerStores hands out client-go informers whose stores hold the claims and nodes (never started).
+type informerStores struct {
 	ctrlcache.Informers // only GetInformer is called
 	claims, nodes       toolscache.SharedIndexInformer
 }
 
-func (s claimStore) GetInformer(_ context.Context, obj client.Object, _ ...ctrlcache.InformerGetOption) (ctrlcache.Informer, error) {
+func (s informerStores) GetInformer(_ context.Context, obj client.Object, _ ...ctrlcache.InformerGetOption) (ctrlcache.Informer, error) {
 	switch obj.(type) {
 	case *v1.NodeClaim:
 		return s.claims, nil
@@ -37,18 +37,40 @@ func (s claimStore) GetInformer(_ context.Context, obj client.Object, _ ...ctrlc
 	return nil, nil
 }
 
+// storesHolding is an informerStores whose stores hold exactly these objects, as given (not copied).
+func storesHolding(t *testing.T, claim *v1.NodeClaim, node *corev1.Node) informerStores {
+	t.Helper()
+	s := informerStores{
+		claims: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &v1.NodeClaim{}, 0, toolscache.Indexers{}),
+		nodes:  toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
+	}
+	if err := s.claims.GetStore().Add(claim); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.nodes.GetStore().Add(node); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// registeredClaim is a launched and registered claim and its Ready Node, waiting to initialize.
+func registeredClaim(name string) (*v1.NodeClaim, *corev1.Node) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodeRegisteredLabelKey: "true"}},
+		Spec:   corev1.NodeSpec{ProviderID: "kwok://" + name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	nc := launchClaim(name)
+	nc.Status.ProviderID, nc.Status.NodeName = node.Spec.ProviderID, node.Name
+	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
+	nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	return nc, node
+}
+
 // The lifecycle reads the claim from the informer's store (no cached Get and its deep copy), runs
 // its steps on one copy, leaves the store's object as the watch delivered it, and asks for the
 // status write's answer as metadata only: nothing decodes the whole claim the apiserver returns.
 func TestReconcileReadsTheStoresClaimAndAsksForMetadataOnly(t *testing.T) {
 	ctx := context.Background()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "general-s", Labels: map[string]string{v1.NodeRegisteredLabelKey: "true"}},
-		Spec:   corev1.NodeSpec{ProviderID: "kwok://general-s"},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-	nc := launchClaim("general-s")
-	nc.Status.ProviderID, nc.Status.NodeName = node.Spec.ProviderID, node.Name
-	nc.SetCondition(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", "")
-	nc.SetCondition(v1.ConditionTypeRegistered, metav1.ConditionTrue, "Registered", "")
+	nc, node := registeredClaim("general-s")
 	claimGets := 0
 	var answers []string
 	kube := interceptor.NewClient(newClient(nc.DeepCopy(), node.DeepCopy()).(client.WithWatch), interceptor.Funcs{
@@ -68,17 +90,8 @@ func TestReconcileReadsTheStoresClaimAndAsksForMetadataOnly(t *testing.T) {
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
-	store := claimStore{
-		claims: toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &v1.NodeClaim{}, 0, toolscache.Indexers{}),
-		nodes:  toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Node{}, 0, toolscache.Indexers{}),
-	}
 	stored := nc.DeepCopy()
-	if err := store.claims.GetStore().Add(stored); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.nodes.GetStore().Add(node); err != nil {
-		t.Fatal(err)
-	}
+	store := storesHolding(t, stored, node)
 	c := nodeclaim.New(kube, fakeCloud{}, nil, events.NewFakeRecorder(10), clocktesting.NewFakeClock(time.Now()), nodeclaim.DefaultOptions())
 	c.SetInformers(store)
 	if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}}); err != nil {
