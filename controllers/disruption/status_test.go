@@ -24,35 +24,39 @@ import (
 	"github.com/joist-dev/joist/cloudprovider"
 )
 
-// slowStatus is memCache whose status patches take delay (a round trip's time), counting how many
-// are in flight at once, and how many each claim got.
-type slowStatus struct {
+// countingStatus is memCache whose status patches first call wait (a round trip's time, or a gate
+// a test opens), counting the patches started, the most in flight at once, and how many each claim got.
+type countingStatus struct {
 	*memCache
-	delay                   time.Duration
-	inFlight, most, patches atomic.Int64
+	wait                    func()
+	inFlight, most, started atomic.Int64
 	mu                      sync.Mutex
 	perClaim                map[string]int
 }
 
-func (s *slowStatus) Status() client.SubResourceWriter {
-	return slowStatusWriter{memStatus{s.memCache}, s}
+func newCountingStatus(m *memCache, wait func()) *countingStatus {
+	return &countingStatus{memCache: m, wait: wait, perClaim: map[string]int{}}
 }
 
-type slowStatusWriter struct {
+func (s *countingStatus) Status() client.SubResourceWriter {
+	return countingStatusWriter{memStatus{s.memCache}, s}
+}
+
+type countingStatusWriter struct {
 	memStatus
-	s *slowStatus
+	s *countingStatus
 }
 
-func (w slowStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+func (w countingStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	n := w.s.inFlight.Add(1)
 	defer w.s.inFlight.Add(-1)
 	for m := w.s.most.Load(); n > m && !w.s.most.CompareAndSwap(m, n); m = w.s.most.Load() {
 	}
-	w.s.patches.Add(1)
+	w.s.started.Add(1)
 	w.s.mu.Lock()
 	w.s.perClaim[obj.GetName()]++
 	w.s.mu.Unlock()
-	time.Sleep(w.s.delay)
+	w.s.wait()
 	return w.memStatus.Patch(ctx, obj, patch, opts...)
 }
 
@@ -68,12 +72,12 @@ func passAndWrite(ctx context.Context, c *Controller) error {
 // them concurrently and off the pass.
 func TestFirstPassPatchesStatusesConcurrently(t *testing.T) {
 	const nodes = 64
-	s := &slowStatus{memCache: newMemCache(fullCluster(nodes)...), delay: 20 * time.Millisecond, perClaim: map[string]int{}}
+	s := newCountingStatus(newMemCache(fullCluster(nodes)...), func() { time.Sleep(20 * time.Millisecond) })
 	c := New(s, s, noDrift{}, cacheSnapshot{s.memCache}, nil, events.NewFakeRecorder(1000), clock.RealClock{}, DefaultOptions())
 	if err := passAndWrite(context.Background(), c); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.patches.Load(); got < nodes {
+	if got := s.started.Load(); got < nodes {
 		t.Fatalf("the first pass patched %d claim statuses, want all %d", got, nodes)
 	}
 	if most := s.most.Load(); most < 2 || most > statusPatchParallelism {
@@ -90,41 +94,14 @@ func TestFirstPassPatchesStatusesConcurrently(t *testing.T) {
 	}
 }
 
-// blockedStatus is memCache whose status patches wait until release is closed, counting the
-// patches started and per claim.
-type blockedStatus struct {
-	*memCache
-	release  chan struct{}
-	started  atomic.Int64
-	mu       sync.Mutex
-	perClaim map[string]int
-}
-
-func (s *blockedStatus) Status() client.SubResourceWriter {
-	return blockedStatusWriter{memStatus{s.memCache}, s}
-}
-
-type blockedStatusWriter struct {
-	memStatus
-	s *blockedStatus
-}
-
-func (w blockedStatusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	w.s.started.Add(1)
-	w.s.mu.Lock()
-	w.s.perClaim[obj.GetName()]++
-	w.s.mu.Unlock()
-	<-w.s.release
-	return w.memStatus.Patch(ctx, obj, patch, opts...)
-}
-
 // The pass does not wait for the Consolidatable / lastPodEventTime patches (in the manager each is
 // an apiserver round trip: the settle window's passes at 1,000 nodes were those round trips): with
 // every patch stuck, passes still end, and a claim whose patch is in flight is not patched again.
 // Once the patches are answered every claim carries what the pass observed.
 func TestStatusWritesDoNotBlockThePass(t *testing.T) {
 	const nodes = 40
-	s := &blockedStatus{memCache: newMemCache(fullCluster(nodes)...), release: make(chan struct{}), perClaim: map[string]int{}}
+	release := make(chan struct{})
+	s := newCountingStatus(newMemCache(fullCluster(nodes)...), func() { <-release })
 	c := New(s, s, noDrift{}, cacheSnapshot{s.memCache}, nil, events.NewFakeRecorder(1000), clock.RealClock{}, DefaultOptions())
 	ctx, cancel := context.WithCancel(context.Background())
 	writer := make(chan struct{})
@@ -139,14 +116,14 @@ func TestStatusWritesDoNotBlockThePass(t *testing.T) {
 				t.Fatal(err)
 			}
 		case <-time.After(10 * time.Second):
-			close(s.release)
+			close(release)
 			t.Fatalf("pass %d did not end within 10 s while its status patches were in flight (%d started)", pass, s.started.Load())
 		}
 	}
 	if err := waitUntil(10*time.Second, func() bool { return s.started.Load() == statusPatchParallelism }); err != nil {
 		t.Fatalf("%d status patches in flight, want the writer's %d: %v", s.started.Load(), statusPatchParallelism, err)
 	}
-	close(s.release)
+	close(release)
 	var claims v1.NodeClaimList
 	if err := waitUntil(10*time.Second, func() bool {
 		if err := s.List(ctx, &claims); err != nil {
@@ -207,7 +184,7 @@ func TestSettleWindowPatchesEachClaimStatusOnce(t *testing.T) {
 			o.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("300m")
 		}
 	}
-	s := &slowStatus{memCache: newMemCache(objs...), perClaim: map[string]int{}}
+	s := newCountingStatus(newMemCache(objs...), func() {})
 	c := New(s, s, noDrift{}, emptySnapshot{}, nil, events.NewFakeRecorder(10000), clk, DefaultOptions())
 	ctx := context.Background()
 	landed := map[string]time.Time{}
@@ -314,8 +291,8 @@ func bytesAllocated(f func()) uint64 {
 // whole to compare, diffed two JSON encodings of it to build the patch and recorded a second copy
 // of the answer — the burst that made the 5,000-pod bench-scale's peak RSS — and it worked out its
 // pool's template hash and requirements again for each claim. Before: ~43.7 KB per patched claim
-// and ~9 KB per claim left alone (a claim of this cluster is ~2.8 KB); now ~3.6 KB (the patch, its
-// conditions, the answer's claim) and ~45 B.
+// and ~9 KB per claim left alone (a claim of this cluster is ~2.8 KB); now ~4.2 KB (the patch, its
+// conditions, the answer's claim, the writer's queue entry) and ~45 B.
 func TestStatusStepCopiesNoClaim(t *testing.T) {
 	const nodes = 200
 	ctx := context.Background()
@@ -345,8 +322,11 @@ func TestStatusStepCopiesNoClaim(t *testing.T) {
 		t.Fatalf("the first pass patched %d claim statuses, want all %d", len(s.sent), nodes)
 	}
 	t.Logf("status step: %d B per patched claim; one deep copy of a claim: %d B", perPatched, oneCopy)
-	if perPatched > oneCopy*3/2 && !raceDetector {
-		t.Errorf("the status step allocated %d B per claim it patched, want at most 1.5 copies of the claim (%d B each)", perPatched, oneCopy)
+	// Under two copies: the patch, its conditions, the answer's claim and the status writer's queue
+	// entry and goroutine come to ~1.5 (4.2 KB, a few bytes either side of 1.5 from run to run); one
+	// more whole copy of the claim would pass 2.5.
+	if perPatched >= oneCopy*2 && !raceDetector {
+		t.Errorf("the status step allocated %d B per claim it patched, want under two copies of the claim (%d B each)", perPatched, oneCopy)
 	}
 	// The patch carries the status fields written and nothing else.
 	var sent map[string]map[string]json.RawMessage
