@@ -190,3 +190,23 @@ func (s *consolidationStep) command() consolidationChoice {
 	}
 	return ch
 }
+
+// spotRuleRefusal is, for the debug log of a pass that found no command, the command the last
+// candidate list (every candidate) would give with the spot-to-spot rule lifted: a spot node
+// whose cheaper arrangement is one spot node stays while SpotToSpot is off (the scale-down bench's
+// end above the plan, docs/disruption.md "Session 20"), and "no command" alone does not say so.
+// ok is false when the rule is on or lifting it changes nothing.
+func (s *consolidationStep) spotRuleRefusal() (solver.Command, bool) {
+	if s.cin.SpotToSpot || len(s.tries) == 0 {
+		return solver.Command{}, false
+	}
+	cin := s.cin
+	cin.SpotToSpot = true
+	cin.Candidates = s.tries[len(s.tries)-1]
+	for _, cmd := range solver.Consolidate(cin).Commands {
+		if cmd.Reason == v1.DisruptionReasonUnderutilized {
+			return cmd, true
+		}
+	}
+	return solver.Command{}, false
+}

@@ -180,6 +180,12 @@ func (c *Controller) decide(ctx context.Context, cl *cluster, members []*member)
 		return errors.Join(markErr, c.launch(ctx, cl, byNode, ch.cmd))
 	}
 	log.FromContext(ctx).V(1).Info("nothing to disrupt", "candidates", len(step.cin.Candidates), "costPerHour", step.plan.CostBefore)
+	if dbg.Enabled() {
+		if cmd, ok := step.spotRuleRefusal(); ok {
+			dbg.Info("no command because spot-to-spot consolidation is off: with it on the planner would replace spot node(s) by one spot node",
+				"nodeNames", cmd.Delete, "replacements", len(cmd.Replacements), "savingsPerHour", cmd.SavingsPerHour)
+		}
+	}
 	if markErr != nil {
 		return markErr // not idle: the marks are written again next pass
 	}
