@@ -204,7 +204,9 @@ func (s *consolidationStep) spotRuleRefusal() (solver.Command, bool) {
 	cin.SpotToSpot = true
 	cin.Candidates = s.tries[len(s.tries)-1]
 	for _, cmd := range solver.Consolidate(cin).Commands {
-		if cmd.Reason == v1.DisruptionReasonUnderutilized {
+		// Only the shape the rule refuses: a command of another shape was open to this pass too
+		// (refused as not worth a second move, or not the best set with the rule on).
+		if cmd.Reason == v1.DisruptionReasonUnderutilized && len(cmd.Replacements) == 1 && cmd.Replacements[0].Offering.CapacityType == v1.CapacityTypeSpot {
 			return cmd, true
 		}
 	}
