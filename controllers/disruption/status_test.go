@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -120,21 +121,23 @@ func TestStatusWritesDoNotBlockThePass(t *testing.T) {
 			t.Fatalf("pass %d did not end within 10 s while its status patches were in flight (%d started)", pass, s.started.Load())
 		}
 	}
-	if err := waitUntil(10*time.Second, func() bool { return s.started.Load() == statusPatchParallelism }); err != nil {
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return s.started.Load() == statusPatchParallelism, nil
+	}); err != nil {
 		t.Fatalf("%d status patches in flight, want the writer's %d: %v", s.started.Load(), statusPatchParallelism, err)
 	}
 	close(release)
 	var claims v1.NodeClaimList
-	if err := waitUntil(10*time.Second, func() bool {
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
 		if err := s.List(ctx, &claims); err != nil {
-			t.Fatal(err)
+			return false, err
 		}
 		for _, nc := range claims.Items {
 			if !nc.IsTrue(v1.ConditionTypeConsolidatable) || nc.Status.LastPodEventTime.IsZero() {
-				return false
+				return false, nil
 			}
 		}
-		return true
+		return true, nil
 	}); err != nil {
 		t.Fatalf("claims not all Consolidatable with lastPodEventTime after the writer ran: %v", err)
 	}
@@ -145,18 +148,6 @@ func TestStatusWritesDoNotBlockThePass(t *testing.T) {
 			t.Errorf("claim %s: %d status patches over three passes, want 1 (not again while one is in flight)", name, n)
 		}
 	}
-}
-
-// waitUntil polls cond every 10 ms until it holds or d passes.
-func waitUntil(d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s", d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
 }
 
 // The settle window after nodes launch: the claims just initialized, their pods (created while
