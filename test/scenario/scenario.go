@@ -53,6 +53,15 @@ func Read(dir string) (snapshot.Cluster, []*catalog.InstanceType, error) {
 	return c, its, nil
 }
 
+// decodeStrict decodes one manifest document as a T, refusing fields T does not have.
+func decodeStrict[T any](js []byte) (*T, error) {
+	obj := new(T)
+	if err := yaml.UnmarshalStrict(js, obj); err != nil {
+		return nil, fmt.Errorf("decoding %T: %w", obj, err)
+	}
+	return obj, nil
+}
+
 // readManifest adds the NodePools, DaemonSets and Pods of one manifest file to c.
 func readManifest(file string, c *snapshot.Cluster) error {
 	data, err := os.ReadFile(file)
@@ -73,22 +82,22 @@ func readManifest(file string, c *snapshot.Cluster) error {
 		js, _ := yaml.Marshal(doc)
 		switch doc["kind"] {
 		case "NodePool":
-			np := &v1.NodePool{}
-			if err := yaml.UnmarshalStrict(js, np); err != nil {
-				return fmt.Errorf("decoding %T: %w", np, err)
+			np, err := decodeStrict[v1.NodePool](js)
+			if err != nil {
+				return err
 			}
 			c.NodePools = append(c.NodePools, np)
 		case "DaemonSet":
-			ds := &appsv1.DaemonSet{}
-			if err := yaml.UnmarshalStrict(js, ds); err != nil {
-				return fmt.Errorf("decoding %T: %w", ds, err)
+			ds, err := decodeStrict[appsv1.DaemonSet](js)
+			if err != nil {
+				return err
 			}
 			ds.Namespace = orDefault(ds.Namespace)
 			c.DaemonSets = append(c.DaemonSets, ds)
 		case "Pod":
-			p := &corev1.Pod{}
-			if err := yaml.UnmarshalStrict(js, p); err != nil {
-				return fmt.Errorf("decoding %T: %w", p, err)
+			p, err := decodeStrict[corev1.Pod](js)
+			if err != nil {
+				return err
 			}
 			p.Namespace = orDefault(p.Namespace)
 			if p.UID == "" {
