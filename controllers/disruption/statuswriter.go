@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 )
 
 // statusWriter sends the status patches the pass does not read back (Consolidatable,
@@ -155,21 +153,8 @@ func (c *Controller) patchStatuses(ctx context.Context, patches []statusPatch) e
 // the retired Empty) condition and lastPodEventTime, which no decision reads back (members recompute
 // them from what they observe). A claim someone else wrote in between differs in more.
 func ownStatusOnly(pre, answer *v1.NodeClaim) bool {
-	if pre == nil || answer == nil || pre.UID != answer.UID || pre.Generation != answer.Generation ||
-		!equality.Semantic.DeepEqual(pre.Labels, answer.Labels) || !equality.Semantic.DeepEqual(pre.Annotations, answer.Annotations) ||
-		!slices.Equal(pre.Finalizers, answer.Finalizers) || !pre.DeletionTimestamp.Equal(answer.DeletionTimestamp) ||
-		!equality.Semantic.DeepEqual(pre.OwnerReferences, answer.OwnerReferences) || !equality.Semantic.DeepEqual(pre.Spec, answer.Spec) {
-		return false
-	}
-	a, b := pre.Status, answer.Status
-	a.Conditions, b.Conditions = nil, nil
-	a.LastPodEventTime, b.LastPodEventTime = metav1.Time{}, metav1.Time{}
-	return equality.Semantic.DeepEqual(a, b) && equality.Semantic.DeepEqual(notOwn(pre.Status.Conditions), notOwn(answer.Status.Conditions))
+	return pre != nil && answer != nil && cachedobjects.ClaimChangedOnlyIn(pre, answer, writerConditions)
 }
 
-// notOwn are the conditions the writer does not write.
-func notOwn(conds []metav1.Condition) []metav1.Condition {
-	return slices.DeleteFunc(slices.Clone(conds), func(c metav1.Condition) bool {
-		return c.Type == v1.ConditionTypeConsolidatable || c.Type == v1.ConditionTypeEmpty
-	})
-}
+// writerConditions are the conditions the writer writes.
+var writerConditions = map[string]bool{v1.ConditionTypeConsolidatable: true, v1.ConditionTypeEmpty: true}

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joist-dev/joist/api/v1"
+	"github.com/joist-dev/joist/controllers/cachedobjects"
 	"github.com/joist-dev/joist/controllers/indexes"
 )
 
@@ -72,38 +71,7 @@ var disruptionConditions = map[string]bool{
 func onlyDisruptionStatusChanged(o, n client.Object) bool {
 	old, ok := o.(*v1.NodeClaim)
 	nc, ok2 := n.(*v1.NodeClaim)
-	if !ok || !ok2 {
-		return false
-	}
-	om, nm := old.ObjectMeta, nc.ObjectMeta // shallow copies: only read
-	om.ResourceVersion, nm.ResourceVersion, om.ManagedFields, nm.ManagedFields = "", "", nil, nil
-	if !equality.Semantic.DeepEqual(om, nm) || !equality.Semantic.DeepEqual(old.Spec, nc.Spec) {
-		return false
-	}
-	os, ns := old.Status, nc.Status
-	os.Conditions, ns.Conditions, os.LastPodEventTime, ns.LastPodEventTime = nil, nil, metav1.Time{}, metav1.Time{}
-	return equality.Semantic.DeepEqual(os, ns) && sameConditionsBesides(old.Status.Conditions, nc.Status.Conditions, disruptionConditions)
-}
-
-// sameConditionsBesides reports whether a and b hold the same conditions, in order, once those of
-// the skipped types are left out.
-func sameConditionsBesides(a, b []metav1.Condition, skipped map[string]bool) bool {
-	i, j := 0, 0
-	for {
-		for i < len(a) && skipped[a[i].Type] {
-			i++
-		}
-		for j < len(b) && skipped[b[j].Type] {
-			j++
-		}
-		if i == len(a) || j == len(b) {
-			return i == len(a) && j == len(b)
-		}
-		if !equality.Semantic.DeepEqual(a[i], b[j]) {
-			return false
-		}
-		i, j = i+1, j+1
-	}
+	return ok && ok2 && cachedobjects.ClaimChangedOnlyIn(old, nc, disruptionConditions)
 }
 
 // nodeEvents enqueues, on each event of a Node, the claims with its provider ID, at their priority:
